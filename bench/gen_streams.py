@@ -1,0 +1,75 @@
+"""Deterministic generator of stream-snapshot JSON lines (SEEDS.md section 1).
+
+The embedded engine writes the rows (no Python loop over rows): every value is
+a pure function of the row number, so the same arguments give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROW_SQL = """
+SELECT
+    toString(cityHash64(n, 1) % 100000000000) AS id,
+    toString(cityHash64(n % 20011, 2) % 1000000000) AS user_id,
+    concat('user_', toString(n % 20011)) AS user_login,
+    concat('User ', toString(n % 20011)) AS user_name,
+    toString(cityHash64(n % 20011, 3) % 700) AS game_id,
+    concat('Game ', toString(cityHash64(n % 20011, 3) % 700)) AS game_name,
+    'live' AS type,
+    concat('Stream title ', toString(n % 20011), ' ', arrayElement(['Ranked', 'Chill', 'Speedrun', 'Co-op'], 1 + (n % 4))) AS title,
+    toUInt32(cityHash64(n, 4) % 5000) AS viewer_count,
+    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + (cityHash64(n % 20011, 5) % 86400) * 30, '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS started_at,
+    arrayElement(['en', 'de', 'es', 'fr', 'ja', 'pt', 'ru', 'ko'], 1 + (cityHash64(n % 20011, 6) % 8)) AS language,
+    concat('https://thumbs.example/', toString(n % 20011), '-{{width}}x{{height}}.jpg') AS thumbnail_url,
+    arrayMap(i -> toString(cityHash64(n % 20011, i) % 1000), range(1 + n % 4)) AS tag_ids,
+    CAST((cityHash64(n % 20011, 7) % 10) = 0, 'Bool') AS is_mature,
+    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + intDiv(n, 20011) * 300, '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS captured_at
+FROM (SELECT number AS n FROM numbers({start}, {count}))
+"""
+
+
+def generate(out_dir: Path, rows: int, files: int) -> list[Path]:
+    """Write `files` gzip JSON-lines files holding `rows` rows in all."""
+    import chdb
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    conn = chdb.connect(":memory:")
+    per_file = -(-rows // files)
+    paths = []
+    for i in range(files):
+        start = i * per_file
+        count = max(0, min(per_file, rows - start))
+        path = out_dir / f"streams_{i:04d}.json.gz"
+        if path.exists():
+            path.unlink()
+        escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
+        conn.query(
+            f"INSERT INTO FUNCTION file('{escaped}', 'JSONEachRow') "
+            + ROW_SQL.format(start=start, count=count)
+            + " SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_escape_forward_slashes = 0"
+        )
+        # A fixed mtime keeps provenance values reproducible across runs.
+        os.utime(path, (1767225600 + i, 1767225600 + i))
+        paths.append(path)
+    conn.close()
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    args = parser.parse_args(argv)
+    paths = generate(args.out_dir, args.rows, args.files)
+    total = sum(p.stat().st_size for p in paths)
+    print(f"wrote {len(paths)} files, {args.rows} rows, {total / 1e6:.1f} MB to {args.out_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

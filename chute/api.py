@@ -1,0 +1,386 @@
+"""`chute.load()`: plan units against the ledger, load them in batches, report.
+
+Python plans and keeps the books; the engine does every row: it reads and
+parses each file, casts to the table's types through the file() structure,
+adds the provenance columns, and writes the parts.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from chute.errors import ChuteError, SchemaError, SourceError, UsageError
+from chute.ledger import Ledger, LedgerEntry
+from chute.report import FileResult, LoadReport
+from chute.schema import (
+    PROVENANCE_NAMES,
+    Column,
+    create_table_sql,
+    describe,
+    structure,
+    with_provenance,
+)
+from chute.sources import Source, Unit
+from chute.sources.files import FileSource
+from chute.sql import TableName, quote_ident, quote_str
+from chute.targets import Target, open_target
+
+ON_CHANGE = ("skip", "reload", "error")
+
+# A batch is one INSERT; smaller batches lose less work to a crash.
+DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
+DEFAULT_BATCH_FILES = 64
+
+# Formats that describe themselves: reading their schema costs no row parsing.
+SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Everything a load can be told, with safe defaults."""
+
+    format: str | None = None
+    """Input format for every file (json, csv, tsv, parquet, native, orc, avro, arrow); default: by extension."""
+    compression: str | None = None
+    """Compression of every file (gzip, zstd, bz2, xz, lz4, none); default: by extension."""
+    delimiter: str | None = None
+    """CSV field delimiter (one character)."""
+    workers: int | None = None
+    """Engine threads; default: all cores."""
+    order_by: str = "tuple()"
+    """ORDER BY of a table chute creates."""
+    partition_by: str | None = None
+    """PARTITION BY of a table chute creates."""
+    provenance: bool = True
+    """Add _source, _source_mtime, _source_row, _load_id to a table chute creates, and fill them."""
+    add_columns: bool = False
+    """Add input fields the table lacks with ALTER TABLE ... ADD COLUMN instead of failing."""
+    on_change: str = "skip"
+    """What to do with a loaded file whose size or mtime changed: skip, reload, error."""
+    batch_bytes: int = DEFAULT_BATCH_BYTES
+    batch_files: int = DEFAULT_BATCH_FILES
+
+
+@dataclass
+class _Plan:
+    load: list[Unit] = field(default_factory=list)
+    replace: set[str] = field(default_factory=set)
+    results: dict[str, FileResult] = field(default_factory=dict)
+
+
+ProgressCallback = Callable[[int, int, int], None]
+"""Called after each batch with (files done, rows loaded so far, bytes done so far)."""
+
+
+def load(
+    sources: Sequence[str] | str,
+    table: str,
+    target: str | None = None,
+    options: LoadOptions | None = None,
+    progress: ProgressCallback | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_ddl: Callable[[str], None] | None = None,
+) -> LoadReport:
+    """Load files into `table`, exactly once; returns the report.
+
+    Raises UsageError/SourceError before anything is written when the request
+    itself is wrong; files that fail while loading are reported in the returned
+    report (``report.ok`` is false) and leave nothing of themselves behind.
+    """
+    opts = options or LoadOptions()
+    if opts.on_change not in ON_CHANGE:
+        raise UsageError(f"--on-change must be one of {', '.join(ON_CHANGE)}")
+    if opts.delimiter is not None and len(opts.delimiter) != 1:
+        raise UsageError("--delimiter must be a single character")
+    started = time.monotonic()
+    table_name = TableName.parse(table)
+    if table_name.table.startswith("_chute_"):
+        raise UsageError(f"table names starting with _chute_ are reserved: {table}")
+    source = FileSource([sources] if isinstance(sources, str) else list(sources), opts.format, opts.compression)
+    units = source.units()
+    tgt = open_target(target)
+    loader = _Loader(tgt, source, table_name, opts, progress)
+    report = loader.run(units, on_plan, on_ddl)
+    report.seconds = time.monotonic() - started
+    report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return report
+
+
+class _Loader:
+    def __init__(
+        self,
+        target: Target,
+        source: Source,
+        table: TableName,
+        opts: LoadOptions,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.target = target
+        self.source = source
+        self.table = table
+        self.opts = opts
+        self.progress = progress
+        self.workers = opts.workers or os.cpu_count() or 1
+        self.load_id = uuid.uuid4().hex
+        self.ledger = Ledger(target, table)
+        self.columns: list[Column] = []
+        self.report = LoadReport(self.load_id, str(table), target.display_name)
+
+    # -- planning -----------------------------------------------------------
+
+    def run(
+        self,
+        units: list[Unit],
+        on_plan: Callable[[int, int], None] | None,
+        on_ddl: Callable[[str], None] | None,
+    ) -> LoadReport:
+        if self.table.database:
+            self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.table.database)}")
+        self.ledger.ensure()
+        drop_stale = getattr(self.target, "drop_stale_stages", None)
+        if drop_stale is not None:
+            drop_stale(self.table)
+        plan = self._plan(units, self.ledger.latest())
+        if on_plan:
+            on_plan(len(plan.load), sum(u.size for u in plan.load))
+        existing = self.target.table_columns(self.table)
+        if existing is None and plan.load:
+            existing = self._create_table(plan, on_ddl)
+        self.columns = existing or []
+        self._load_all(plan)
+        self.report.files = [plan.results[u.key] for u in units]
+        if existing is not None:
+            self.report.table_rows = int(
+                self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"]
+            )
+            self.report.table_bytes_on_disk = self.target.table_stats(self.table)[1]
+        return self.report
+
+    def _plan(self, units: list[Unit], ledger: dict[str, LedgerEntry]) -> _Plan:
+        plan = _Plan()
+        for unit in units:
+            entry = ledger.get(unit.key)
+            result = FileResult(unit.key, "skipped", bytes_in=unit.size)
+            plan.results[unit.key] = result
+            if entry is None:
+                plan.load.append(unit)
+            elif entry.state == "done" and entry.identity == unit.identity:
+                result.rows_loaded = 0
+            elif entry.state == "done":
+                if self.opts.on_change == "skip":
+                    self.report.notes.append(f"{unit.key}: changed since it was loaded; skipped (--on-change)")
+                elif self.opts.on_change == "error":
+                    result.state = "failed"
+                    result.error = "changed since it was loaded (size or mtime); use --on-change reload"
+                else:
+                    plan.load.append(unit)
+                    plan.replace.add(unit.key)
+            else:  # started (interrupted) or failed: remove whatever got in, load again
+                plan.load.append(unit)
+                plan.replace.add(unit.key)
+        return plan
+
+    def _create_table(self, plan: _Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
+        """Infer the schema from the first readable unit and create the table."""
+        last_error: ChuteError | None = None
+        for unit in plan.load:
+            if unit.size == 0:
+                continue
+            try:
+                columns = describe(
+                    self.target.engine,
+                    self.source.table_expression(unit, None),
+                    context=f"{unit.key}: cannot infer the schema",
+                    sample_rows=None,
+                )
+            except ChuteError as exc:
+                last_error = exc
+                continue
+            clash = [c.name for c in columns if c.name in PROVENANCE_NAMES]
+            if clash and self.opts.provenance:
+                raise SchemaError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")
+            if self.opts.provenance:
+                columns = with_provenance(columns)
+            ddl = create_table_sql(self.table, columns, self.opts.order_by, self.opts.partition_by)
+            self.target.execute(ddl, context=f"creating table {self.table}")
+            self.report.ddl = ddl
+            if on_ddl:
+                on_ddl(ddl)
+            return self.target.table_columns(self.table)
+        if last_error is not None:
+            raise last_error
+        return None
+
+    # -- loading ------------------------------------------------------------
+
+    @property
+    def _has_provenance(self) -> bool:
+        names = {c.name for c in self.columns}
+        return PROVENANCE_NAMES <= names
+
+    @property
+    def _fill_provenance(self) -> bool:
+        """Whether this load writes provenance (and so can count rows per file)."""
+        return self._has_provenance and self.opts.provenance
+
+    def _input_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.insertable and c.name not in PROVENANCE_NAMES]
+
+    def _batches(self, units: list[Unit]) -> list[list[Unit]]:
+        batches: list[list[Unit]] = []
+        current: list[Unit] = []
+        size = 0
+        for unit in units:
+            if current and (
+                unit.fmt != current[0].fmt
+                or len(current) >= self.opts.batch_files
+                or size + unit.size > self.opts.batch_bytes
+                or not self._fill_provenance
+            ):
+                batches.append(current)
+                current, size = [], 0
+            current.append(unit)
+            size += unit.size
+        if current:
+            batches.append(current)
+        return batches
+
+    def _load_all(self, plan: _Plan) -> None:
+        if not plan.load:
+            return
+        if plan.replace and not self._has_provenance:
+            self.report.notes.append(
+                "the table has no provenance columns: rows of interrupted or changed files cannot be "
+                "found to replace them; they are loaded again"
+            )
+        ready = [u for u in plan.load if self._precheck(u, plan)]
+        done_files = 0
+        for batch in self._batches(ready):
+            self._load_batch(batch, plan)
+            done_files += len(batch)
+            if self.progress:
+                loaded = [plan.results[u.key] for u in ready]
+                self.progress(
+                    done_files,
+                    sum(r.rows_loaded for r in loaded),
+                    sum(u.size for u in ready[:done_files]),
+                )
+
+    def _precheck(self, unit: Unit, plan: _Plan) -> bool:
+        """Per-file checks that need no row parsing; a failure marks the unit failed."""
+        result = plan.results[unit.key]
+        try:
+            if unit.size == 0:
+                raise SourceError(f"{unit.key}: empty file (0 bytes)")
+            if unit.fmt.format in SELF_DESCRIBING or self.opts.add_columns:
+                self._check_fields(unit)
+        except ChuteError as exc:
+            result.state = "failed"
+            result.error = str(exc)
+            self.ledger.record([unit], "failed", self.load_id, errors={unit.key: str(exc)})
+            return False
+        return True
+
+    def _check_fields(self, unit: Unit) -> None:
+        """Input fields the table lacks: an error naming them, or new columns."""
+        sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
+        fields = describe(
+            self.target.engine,
+            self.source.table_expression(unit, None),
+            context=f"{unit.key}: cannot read the schema",
+            sample_rows=sample,
+        )
+        known = {c.name for c in self.columns}
+        extra = [f for f in fields if f.name not in known]
+        if not extra:
+            return
+        if not self.opts.add_columns:
+            names = ", ".join(f.name for f in extra)
+            raise SchemaError(
+                f"{unit.key}: input fields not in table {self.table}: {names} (use --add-columns to add them)"
+            )
+        for col in extra:
+            self.target.execute(
+                f"ALTER TABLE {self.table.sql} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
+                context=f"adding column {col.name}",
+            )
+            self.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
+        self.columns = self.target.table_columns(self.table) or self.columns
+
+    def _select_sql(self, unit: Unit) -> str:
+        inputs = self._input_columns()
+        exprs = [quote_ident(c.name) for c in inputs]
+        if self._fill_provenance:
+            exprs += [
+                f"{quote_str(unit.key)} AS _source",
+                f"fromUnixTimestamp64Nano({unit.mtime_ns}, 'UTC') AS _source_mtime",
+                f"{self.source.row_number_expression()} AS _source_row",
+                f"{quote_str(self.load_id)} AS _load_id",
+            ]
+        table_expr = self.source.table_expression(unit, structure(inputs))
+        return f"SELECT {', '.join(exprs)} FROM {table_expr}"
+
+    def _insert_columns(self) -> list[str]:
+        names = [c.name for c in self._input_columns()]
+        if self._fill_provenance:
+            names += ["_source", "_source_mtime", "_source_row", "_load_id"]
+        return names
+
+    def _settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
+        settings: dict[str, str | int | float] = {
+            "max_threads": self.workers,
+            "max_insert_threads": self.workers,
+            # Many files already keep every core busy; parallel parsing then only costs.
+            "input_format_parallel_parsing": 1 if len(batch) < self.workers else 0,
+            "input_format_skip_unknown_fields": 0,
+            "date_time_input_format": "best_effort",
+            "input_format_csv_detect_header": 1,
+        }
+        if self.opts.delimiter:
+            settings["format_csv_delimiter"] = self.opts.delimiter
+        return settings
+
+    def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
+        self.ledger.record(batch, "started", self.load_id)
+        replace = [u.key for u in batch if u.key in plan.replace]
+        if replace and self._has_provenance:
+            keys = ", ".join(quote_str(k) for k in replace)
+            self.target.execute(
+                f"DELETE FROM {self.table.sql} WHERE _source IN ({keys})",
+                context=f"removing earlier rows of {len(replace)} file(s)",
+            )
+        select = " UNION ALL ".join(self._select_sql(u) for u in batch)
+        by_source = self._fill_provenance
+        try:
+            counts = self.target.write_batch(
+                self.table,
+                self._insert_columns(),
+                select,
+                self._settings(batch),
+                count_by_source=by_source,
+                context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+            )
+        except ChuteError as exc:
+            if len(batch) > 1 and exc.terminal:
+                # Find the culprit(s): each file alone; the good ones load.
+                for unit in batch:
+                    self._load_batch([unit], plan)
+                return
+            if not exc.terminal:
+                raise
+            result = plan.results[batch[0].key]
+            result.state = "failed"
+            result.error = str(exc)
+            self.ledger.record(batch, "failed", self.load_id, errors={batch[0].key: str(exc)})
+            return
+        rows = counts if by_source else {batch[0].key: sum(counts.values())}
+        for unit in batch:
+            result = plan.results[unit.key]
+            result.state = "loaded"
+            result.rows_loaded = rows.get(unit.key, 0)
+        self.ledger.record(batch, "done", self.load_id, rows=rows)

@@ -1,0 +1,155 @@
+"""The `chute` command: parses flags, calls the library, prints the report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from chute import __version__
+from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
+from chute.errors import ChuteError
+from chute.inspect import query, status
+from chute.report import LoadReport, human_bytes, render_text
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chute", description="Fast, exactly-once bulk loads into ClickHouse.")
+    parser.add_argument("--version", action="version", version=f"chute {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("load", help="load files into a table, exactly once")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories, globs (** and {a,b})")
+    p.add_argument("--table", "-t", required=True, help="table or db.table")
+    p.add_argument("--target", help="embedded database directory (default ./chute.db or $CHUTE_TARGET)")
+    p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
+    p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
+    p.add_argument("--delimiter", help="CSV field delimiter")
+    p.add_argument("--workers", type=int, help="engine threads (default: all cores)")
+    p.add_argument("--order-by", default="tuple()", help="ORDER BY of a new table (default tuple())")
+    p.add_argument("--partition-by", help="PARTITION BY of a new table")
+    p.add_argument("--no-provenance", action="store_true", help="no _source/_source_mtime/_source_row/_load_id")
+    p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
+    p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
+    p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the report")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
+
+    s = sub.add_parser("status", help="the ledger: state of every loaded file")
+    s.add_argument("--table", "-t")
+    s.add_argument("--target")
+    s.add_argument("--json", action="store_true")
+
+    q = sub.add_parser("query", help="run SQL in the target")
+    q.add_argument("sql")
+    q.add_argument("--target")
+    q.add_argument("--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "load":
+            return _load(args)
+        if args.command == "status":
+            return _status(args)
+        fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
+        sys.stdout.write(query(args.sql, target=args.target, fmt=fmt))
+        return EXIT_OK
+    except ChuteError as exc:
+        if args.debug:
+            raise
+        print(f"chute: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.terminal and exc.__class__.__name__ == "UsageError" else EXIT_FAILED
+    except KeyboardInterrupt:
+        print("chute: interrupted; re-run the same command to finish the load", file=sys.stderr)
+        return 130
+
+
+def _load(args: argparse.Namespace) -> int:
+    from chute.progress import Progress
+
+    options = LoadOptions(
+        format=args.format,
+        compression=args.compression,
+        delimiter=args.delimiter,
+        workers=args.workers,
+        order_by=args.order_by,
+        partition_by=args.partition_by,
+        provenance=not args.no_provenance,
+        add_columns=args.add_columns,
+        on_change=args.on_change,
+        batch_bytes=max(1, args.batch_mb) * 2**20,
+    )
+    show = not args.quiet and not args.json
+    with Progress(enabled=show and sys.stderr.isatty()) as progress:
+        report = load(
+            args.sources,
+            args.table,
+            target=args.target,
+            options=options,
+            progress=progress.update,
+            on_plan=progress.start,
+            on_ddl=(lambda ddl: print(f"created table:\n{ddl}", file=sys.stderr)) if show else None,
+        )
+    if args.json:
+        print(report.to_json())
+    elif not args.quiet:
+        _print_report(report)
+    for f in report.files:
+        if f.state == "failed":
+            print(f"chute: error: {f.error}" if f.source in f.error else f"chute: error: {f.source}: {f.error}",
+                  file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _print_report(report: LoadReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in render_text(report):
+        table.add_row(label, value)
+    console = Console(file=sys.stdout, soft_wrap=True)
+    console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def _status(args: argparse.Namespace) -> int:
+    rows = status(args.table, args.target)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print("nothing loaded yet")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("table", "source", "state", "rows loaded", "rows rejected", "at", "last error")
+    for r in rows:
+        table.add_row(
+            r["table"], os.path.relpath(r["source"]) if len(r["source"]) > 60 else r["source"], r["state"],
+            f"{int(r['rows_loaded']):,}", f"{int(r['rows_rejected']):,}", r["at"], r["last_error"][:80],
+        )
+    Console(soft_wrap=False).print(table)
+    return EXIT_OK
+
+
+def entry() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    entry()

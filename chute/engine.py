@@ -1,0 +1,140 @@
+"""The one place that runs SQL in the embedded ClickHouse engine (chDB).
+
+chDB keeps one engine per process; connections to the same database directory
+share it and may run statements at the same time from different threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chute.errors import UsageError, translate_engine_error
+
+Settings = Mapping[str, "str | int | float"]
+
+
+def render_settings(settings: Settings | None) -> str:
+    """A SETTINGS clause (or nothing) from a mapping; values are quoted if text."""
+    if not settings:
+        return ""
+    parts = []
+    for key, value in settings.items():
+        if not key.replace("_", "").isalnum():
+            raise UsageError(f"invalid setting name {key!r}")
+        if isinstance(value, str):
+            from chute.sql import quote_str
+
+            parts.append(f"{key} = {quote_str(value)}")
+        else:
+            parts.append(f"{key} = {value}")
+    return " SETTINGS " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    rows_written: int
+    bytes_written: int
+    elapsed: float
+
+
+class Engine:
+    """An embedded engine bound to one database directory (or memory)."""
+
+    _lock = threading.Lock()
+    _open_path: str | None = None
+
+    def __init__(self, path: str) -> None:
+        import chdb  # imported late: loading the engine takes a moment
+
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        with Engine._lock:
+            if Engine._open_path not in (None, path):
+                raise UsageError(
+                    f"this process already uses the embedded database {Engine._open_path!r}; "
+                    "chDB holds one database directory per process"
+                )
+            try:
+                self._conn = chdb.connect(path)
+            except Exception as exc:
+                raise translate_engine_error(exc, f"cannot open embedded database {path}") from exc
+            Engine._open_path = path
+        self._local = threading.local()
+        self._extra: list[Any] = []
+
+    def _connection(self) -> Any:
+        """A connection per thread: chDB runs one statement per connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if threading.current_thread() is threading.main_thread():
+                conn = self._conn
+            else:
+                import chdb
+
+                conn = chdb.connect(self.path)
+                self._extra.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
+        """Run a statement that returns no rows (DDL, INSERT, DELETE)."""
+        try:
+            res = self._connection().query(sql + render_settings(settings))
+        except Exception as exc:
+            raise translate_engine_error(exc, context) from exc
+        return StatementResult(int(res.rows_written()), int(res.bytes_written()), float(res.elapsed()))
+
+    def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
+        """Run a query and return its (small) result as dicts."""
+        try:
+            res = self._connection().query(sql + render_settings(settings), "JSONEachRow")
+        except Exception as exc:
+            raise translate_engine_error(exc, context) from exc
+        data = res.bytes()
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+    def text(self, sql: str, fmt: str = "TSV", settings: Settings | None = None, context: str = "") -> str:
+        try:
+            res = self._connection().query(sql + render_settings(settings), fmt)
+        except Exception as exc:
+            raise translate_engine_error(exc, context) from exc
+        return str(res.bytes().decode("utf-8", errors="replace"))
+
+    def close(self) -> None:
+        """Close the connections; the directory may be opened again afterwards."""
+        for conn in self._extra:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the real error
+                pass
+        self._extra.clear()
+        try:
+            self._conn.close()
+        except Exception:  # noqa: BLE001
+            pass
+        with Engine._lock:
+            Engine._open_path = None
+
+
+_engines: dict[str, Engine] = {}
+
+
+def open_engine(path: str) -> Engine:
+    """The engine for a directory, shared by every call in this process."""
+    real = os.path.abspath(path)
+    engine = _engines.get(real)
+    if engine is None:
+        if _engines:
+            for old in list(_engines.values()):
+                old.close()
+            _engines.clear()
+        engine = Engine(real)
+        _engines[real] = engine
+    return engine
+
+

@@ -1,0 +1,95 @@
+"""One exception tree for everything chute raises.
+
+    ChuteError                  base; ``terminal`` says whether a retry can help
+    ├── UsageError              bad arguments, invalid names (terminal)
+    ├── SourceError             a source cannot be read or understood (terminal)
+    ├── SchemaError             input and table do not fit together (terminal)
+    ├── TargetError             the target refused or failed (code kept)
+    │   └── TransientTargetError  worth retrying (memory, too many parts, I/O)
+    └── LoadFailed              some units failed; the report says which
+
+Errors of the engine are translated at the boundary (``engine.py``) so users
+see one line with the ClickHouse error code and name, never a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ChuteError",
+    "LoadFailed",
+    "SchemaError",
+    "SourceError",
+    "TargetError",
+    "TransientTargetError",
+    "UsageError",
+    "translate_engine_error",
+]
+
+# ClickHouse error codes that are worth a retry: memory limits, too many parts,
+# timeouts, network and file system hiccups.
+TRANSIENT_CODES = frozenset({159, 160, 164, 202, 209, 210, 241, 242, 252, 319, 425, 999, 1000})
+
+
+class ChuteError(Exception):
+    """Base of every chute error; ``str()`` is a one-line message for users."""
+
+    terminal: bool = True
+
+    def __init__(self, message: str, *, code: int | None = None, name: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.name = name
+
+
+class UsageError(ChuteError):
+    """Wrong arguments: a missing path, an invalid table name, a bad option."""
+
+
+class SourceError(ChuteError):
+    """A source that cannot be listed, read or understood."""
+
+
+class SchemaError(ChuteError):
+    """Input fields and the table's columns do not fit together."""
+
+
+class TargetError(ChuteError):
+    """The target database reported an error; ``code`` is the ClickHouse code."""
+
+
+class TransientTargetError(TargetError):
+    """A target error that may pass on a retry."""
+
+    terminal = False
+
+
+class LoadFailed(ChuteError):
+    """Some units of a load failed; the attached report tells which and why."""
+
+    def __init__(self, message: str, report: object) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+_CODE_RE = re.compile(r"Code:\s*(\d+)\.\s*(?:DB::Exception:\s*)?(.*?)(?:\s*\(([A-Z_]+)\))?(?:\s*\(version [^)]*\))?\s*$", re.S)
+
+
+def translate_engine_error(exc: BaseException, context: str = "") -> TargetError:
+    """Map an engine exception to a TargetError keeping the code and name."""
+    text = str(exc).strip()
+    match = _CODE_RE.search(text)
+    code: int | None = None
+    name: str | None = None
+    if match:
+        code = int(match.group(1))
+        text = match.group(2)
+        name = match.group(3)
+    one_line = " ".join(text.split())
+    if len(one_line) > 600:
+        one_line = one_line[:600] + "..."
+    label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")
+    message = f"{context}: {label}{one_line}" if context else f"{label}{one_line}"
+    cls = TransientTargetError if code in TRANSIENT_CODES else TargetError
+    return cls(message, code=code, name=name)

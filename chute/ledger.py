@@ -1,0 +1,112 @@
+"""Exactly-once bookkeeping, stored in the target as `_chute_ledger`.
+
+One row per state change of a unit: `started` before its rows are written,
+`done` after they are in the table, `failed` when it could not be loaded. The
+latest row per (table, unit) is the unit's state. A unit found `started` on a
+new run was interrupted: its rows (if any) are deleted by `_source` before it
+is loaded again, so a crash at any point, then a re-run, gives one copy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from chute.sources import Unit
+from chute.sql import TableName, quote_str
+from chute.targets import Target
+
+LEDGER_TABLE = "_chute_ledger"
+
+LEDGER_DDL = """CREATE TABLE IF NOT EXISTS {name}
+(
+    table String,
+    unit String,
+    identity String,
+    size UInt64,
+    mtime DateTime64(3, 'UTC'),
+    state LowCardinality(String),
+    rows_loaded UInt64,
+    rows_rejected UInt64,
+    load_id String,
+    error String,
+    at DateTime64(6, 'UTC'),
+    seq UInt64
+)
+ENGINE = MergeTree
+ORDER BY (table, unit, seq)"""
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    unit: str
+    identity: str
+    state: str
+    rows_loaded: int
+    rows_rejected: int
+    load_id: str
+    error: str
+    at: str
+
+
+class Ledger:
+    def __init__(self, target: Target, table: TableName) -> None:
+        self.target = target
+        self.table = table
+        self.name = TableName(table.database, LEDGER_TABLE)
+
+    def ensure(self) -> None:
+        self.target.execute(LEDGER_DDL.format(name=self.name.sql), context="creating the ledger")
+
+    def exists(self) -> bool:
+        return self.target.table_columns(self.name) is not None
+
+    def latest(self) -> dict[str, LedgerEntry]:
+        """The current state of every unit of this table."""
+        rows = self.target.rows(
+            "SELECT unit, argMax(identity, seq) AS identity, argMax(state, seq) AS state, "
+            "argMax(rows_loaded, seq) AS rows_loaded, argMax(rows_rejected, seq) AS rows_rejected, "
+            "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at "
+            f"FROM {self.name.sql} WHERE table = {quote_str(str(self.table))} GROUP BY unit ORDER BY unit",
+            context="reading the ledger",
+        )
+        return {
+            r["unit"]: LedgerEntry(
+                r["unit"],
+                r["identity"],
+                r["state"],
+                int(r["rows_loaded"]),
+                int(r["rows_rejected"]),
+                r["load_id"],
+                r["error"],
+                r["at"],
+            )
+            for r in rows
+        }
+
+    def record(
+        self,
+        units: Iterable[Unit],
+        state: str,
+        load_id: str,
+        rows: dict[str, int] | None = None,
+        errors: dict[str, str] | None = None,
+    ) -> None:
+        """Append one state row per unit, in a single insert (one part: atomic)."""
+        now = time.time_ns()
+        values = []
+        for i, unit in enumerate(units):
+            rows_loaded = (rows or {}).get(unit.key, 0)
+            error = (errors or {}).get(unit.key, "")
+            values.append(
+                f"({quote_str(str(self.table))}, {quote_str(unit.key)}, {quote_str(unit.identity)}, "
+                f"{unit.size}, fromUnixTimestamp64Nano({unit.mtime_ns}), {quote_str(state)}, "
+                f"{rows_loaded}, 0, {quote_str(load_id)}, {quote_str(error)}, "
+                f"fromUnixTimestamp64Nano({now}), {now + i})"
+            )
+        if values:
+            self.target.execute(
+                f"INSERT INTO {self.name.sql} VALUES {', '.join(values)}",
+                context="writing the ledger",
+            )

@@ -1,0 +1,128 @@
+"""What a load did: per-file results, totals, and their text and JSON forms."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class FileResult:
+    source: str
+    state: str  # loaded | skipped | failed
+    rows_loaded: int = 0
+    rows_rejected: int = 0
+    bytes_in: int = 0
+    error: str = ""
+
+
+@dataclass
+class LoadReport:
+    load_id: str
+    table: str
+    target: str
+    files: list[FileResult] = field(default_factory=list)
+    seconds: float = 0.0
+    table_rows: int = 0
+    table_bytes_on_disk: int = 0
+    ddl: str | None = None
+    notes: list[str] = field(default_factory=list)
+    peak_rss_bytes: int = 0
+
+    @property
+    def files_total(self) -> int:
+        return len(self.files)
+
+    def _count(self, state: str) -> int:
+        return sum(1 for f in self.files if f.state == state)
+
+    @property
+    def files_loaded(self) -> int:
+        return self._count("loaded")
+
+    @property
+    def files_skipped(self) -> int:
+        return self._count("skipped")
+
+    @property
+    def files_failed(self) -> int:
+        return self._count("failed")
+
+    @property
+    def rows_loaded(self) -> int:
+        return sum(f.rows_loaded for f in self.files)
+
+    @property
+    def rows_rejected(self) -> int:
+        return sum(f.rows_rejected for f in self.files)
+
+    @property
+    def rows_read(self) -> int:
+        return self.rows_loaded + self.rows_rejected
+
+    @property
+    def bytes_in(self) -> int:
+        return sum(f.bytes_in for f in self.files if f.state == "loaded")
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows_read / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.files_failed == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "load_id": self.load_id,
+            "table": self.table,
+            "target": self.target,
+            "files_total": self.files_total,
+            "files_loaded": self.files_loaded,
+            "files_skipped": self.files_skipped,
+            "files_failed": self.files_failed,
+            "rows_read": self.rows_read,
+            "rows_loaded": self.rows_loaded,
+            "rows_rejected": self.rows_rejected,
+            "bytes_in": self.bytes_in,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows_per_s, 1),
+            "table_rows": self.table_rows,
+            "table_bytes_on_disk": self.table_bytes_on_disk,
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "ddl": self.ddl,
+            "notes": self.notes,
+            "files": [asdict(f) for f in self.files],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def render_text(report: LoadReport) -> list[tuple[str, str]]:
+    """The final report as (label, value) rows, for any renderer."""
+    mb_s = report.bytes_in / 1e6 / report.seconds if report.seconds > 0 else 0.0
+    return [
+        ("table", report.table),
+        ("target", report.target),
+        ("load id", report.load_id),
+        (
+            "files",
+            f"{report.files_total} total, {report.files_loaded} loaded, "
+            f"{report.files_skipped} skipped, {report.files_failed} failed",
+        ),
+        ("rows", f"{report.rows_read:,} read, {report.rows_loaded:,} loaded, {report.rows_rejected:,} rejected"),
+        ("bytes in", human_bytes(report.bytes_in)),
+        ("seconds", f"{report.seconds:.2f}"),
+        ("speed", f"{report.rows_per_s:,.0f} rows/s, {mb_s:.1f} MB/s"),
+        ("table", f"{report.table_rows:,} rows, {human_bytes(report.table_bytes_on_disk)} on disk"),
+    ]

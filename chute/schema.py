@@ -1,0 +1,91 @@
+"""Schema inference, table DDL, and the structure that casts input to the table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chute.engine import Engine
+from chute.sql import TableName, quote_ident, quote_str
+
+PROVENANCE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_source", "LowCardinality(String)"),
+    ("_source_mtime", "DateTime64(3, 'UTC')"),
+    ("_source_row", "UInt64"),
+    ("_load_id", "LowCardinality(String)"),
+)
+PROVENANCE_NAMES = frozenset(name for name, _ in PROVENANCE_COLUMNS)
+
+# Inference makes a column Nullable only where the sample holds a null.
+INFERENCE_SETTINGS = {"schema_inference_make_columns_nullable": "auto"}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    default_kind: str = ""  # "", DEFAULT, MATERIALIZED, ALIAS, EPHEMERAL
+    default_expression: str = ""
+
+    @property
+    def insertable(self) -> bool:
+        return self.default_kind not in ("MATERIALIZED", "ALIAS")
+
+    def structure_sql(self) -> str:
+        """The column as written in a file() structure, defaults included."""
+        sql = f"{quote_ident(self.name)} {self.type}"
+        if self.default_kind == "DEFAULT" and self.default_expression:
+            sql += f" DEFAULT {self.default_expression}"
+        return sql
+
+
+def structure(columns: list[Column]) -> str:
+    return ", ".join(c.structure_sql() for c in columns)
+
+
+def describe(engine: Engine, table_expression: str, context: str, sample_rows: int | None = None) -> list[Column]:
+    """Column names and types the engine infers for a table expression."""
+    settings: dict[str, str | int] = dict(INFERENCE_SETTINGS)
+    if sample_rows is not None:
+        settings["input_format_max_rows_to_read_for_schema_inference"] = sample_rows
+    rows = engine.rows(f"DESCRIBE {table_expression}", settings=settings, context=context)
+    return [Column(r["name"], r["type"]) for r in rows]
+
+
+def table_columns(engine: Engine, table: TableName) -> list[Column] | None:
+    """The table's columns, or None when the table does not exist."""
+    database = quote_str(table.database) if table.database else "currentDatabase()"
+    rows = engine.rows(
+        "SELECT name, type, default_kind, default_expression FROM system.columns "
+        f"WHERE database = {database} AND table = {quote_str(table.table)} ORDER BY position",
+        context=f"reading columns of {table}",
+    )
+    if not rows:
+        return None
+    return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in rows]
+
+
+def create_table_sql(
+    table: TableName,
+    columns: list[Column],
+    order_by: str,
+    partition_by: str | None,
+) -> str:
+    """MergeTree DDL; ORDER BY and PARTITION BY are SQL expressions of the user."""
+    body = ",\n    ".join(c.structure_sql() for c in columns)
+    sql = f"CREATE TABLE IF NOT EXISTS {table.sql}\n(\n    {body}\n)\nENGINE = MergeTree"
+    if partition_by:
+        sql += f"\nPARTITION BY {partition_by}"
+    sql += f"\nORDER BY {order_by}"
+    if not _nullable_safe(order_by, columns):
+        sql += "\nSETTINGS allow_nullable_key = 1"
+    return sql
+
+
+def _nullable_safe(order_by: str, columns: list[Column]) -> bool:
+    nullable = {c.name for c in columns if c.type.startswith("Nullable(")}
+    return not any(name in order_by for name in nullable)
+
+
+def with_provenance(columns: list[Column]) -> list[Column]:
+    present = {c.name for c in columns}
+    return columns + [Column(n, t) for n, t in PROVENANCE_COLUMNS if n not in present]

@@ -1,0 +1,43 @@
+"""Sources: what units of work exist, and the table expression that reads one.
+
+A source never reads rows itself; it names units (with an identity the ledger
+can compare between runs) and gives the engine SQL to read each one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from chute.formats import FileFormat
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: a file today; a byte range, key range or offsets later."""
+
+    key: str  # stable name of the unit (the absolute path for files)
+    size: int
+    mtime_ns: int
+    fmt: FileFormat
+
+    @property
+    def identity(self) -> str:
+        """What must stay equal for the unit to count as unchanged."""
+        return f"{self.size}:{self.mtime_ns}"
+
+
+class Source(Protocol):
+    """A set of units plus the SQL that reads them."""
+
+    def units(self) -> list[Unit]:
+        """List the units, cheaply (no row is read)."""
+        ...
+
+    def table_expression(self, unit: Unit, structure: str | None) -> str:
+        """A table function call that reads `unit` with the given structure."""
+        ...
+
+    def row_number_expression(self) -> str:
+        """SQL giving the 1-based number of the row within its unit."""
+        ...

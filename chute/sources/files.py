@@ -1,0 +1,125 @@
+"""Local files: paths, directories (recursive) and globs with `**` and `{a,b}`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+
+from chute.errors import SourceError, UsageError
+from chute.formats import FORMAT_BY_EXTENSION, COMPRESSION_BY_EXTENSION, FileFormat, detect
+from chute.sources import Unit
+from chute.sql import quote_str
+
+_GLOB_CHARS = set("*?[{")
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """Expand `{a,b}` alternatives (nested allowed); Python's glob lacks them."""
+    depth = 0
+    start = -1
+    for i, ch in enumerate(pattern):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                options, level, current = [], 0, ""
+                for c in pattern[start + 1 : i]:
+                    if c == "," and level == 0:
+                        options.append(current)
+                        current = ""
+                        continue
+                    level += c == "{"
+                    level -= c == "}"
+                    current += c
+                options.append(current)
+                head, tail = pattern[:start], pattern[i + 1 :]
+                return [x for opt in options for x in expand_braces(head + opt + tail)]
+    return [pattern]
+
+
+def _known_extension(name: str) -> bool:
+    parts = name.lower().split(".")[1:]
+    if parts and parts[-1] in COMPRESSION_BY_EXTENSION:
+        parts = parts[:-1]
+    return bool(parts) and parts[-1] in FORMAT_BY_EXTENSION
+
+
+def _walk(directory: str) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_")))
+    return found
+
+
+class FileSource:
+    """Files on the local file system, read by the engine's file() function."""
+
+    def __init__(
+        self,
+        patterns: list[str],
+        format_override: str | None = None,
+        compression_override: str | None = None,
+    ) -> None:
+        if not patterns:
+            raise UsageError("no source given")
+        self.patterns = patterns
+        self.format_override = format_override
+        self.compression_override = compression_override
+
+    def _paths(self) -> list[str]:
+        paths: list[str] = []
+        for pattern in self.patterns:
+            if os.path.isdir(pattern):
+                listed = _walk(pattern)
+                if not self.format_override:
+                    listed = [p for p in listed if _known_extension(p)]
+                paths.extend(listed)
+            elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
+                matched = sorted(
+                    {m for p in expand_braces(pattern) for m in glob.glob(p, recursive=True) if os.path.isfile(m)}
+                )
+                if not matched:
+                    raise SourceError(f"{pattern}: no file matches")
+                paths.extend(matched)
+            elif os.path.exists(pattern):
+                paths.append(pattern)
+            else:
+                raise SourceError(f"{pattern}: no such file or directory")
+        unique: dict[str, None] = {}
+        for p in paths:
+            unique.setdefault(os.path.abspath(p), None)
+        return list(unique)
+
+    def units(self) -> list[Unit]:
+        units = []
+        for path in self._paths():
+            if any(c in path for c in _GLOB_CHARS):
+                raise SourceError(f"{path}: file names with * ? [ {{ cannot be read by the engine; rename the file")
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                raise SourceError(f"{path}: {exc.strerror}") from None
+            if not stat.S_ISREG(st.st_mode):
+                raise SourceError(f"{path}: not a regular file")
+            if not os.access(path, os.R_OK):
+                raise SourceError(f"{path}: permission denied")
+            fmt = detect(path, self.format_override, self.compression_override)
+            units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
+        return units
+
+    def table_expression(self, unit: Unit, structure: str | None) -> str:
+        fmt: FileFormat = unit.fmt
+        args = [quote_str(unit.key), quote_str(fmt.format)]
+        if structure is not None or fmt.compression != "none":
+            args.append(quote_str(structure) if structure is not None else "'auto'")
+        if fmt.compression != "none":
+            args.append(quote_str(fmt.compression))
+        return f"file({', '.join(args)})"
+
+    def row_number_expression(self) -> str:
+        return "_row_number + 1"
