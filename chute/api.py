@@ -196,7 +196,7 @@ class _Loader:
                     self.target.engine,
                     self.source.table_expression(unit, None),
                     context=f"{unit.key}: cannot infer the schema",
-                    sample_rows=None,
+                    format_settings=self._format_settings(),
                 )
             except ChuteError as exc:
                 last_error = exc
@@ -294,6 +294,7 @@ class _Loader:
             self.source.table_expression(unit, None),
             context=f"{unit.key}: cannot read the schema",
             sample_rows=sample,
+            format_settings=self._format_settings(),
         )
         known = {c.name for c in self.columns}
         extra = [f for f in fields if f.name not in known]
@@ -331,19 +332,25 @@ class _Loader:
             names += ["_source", "_source_mtime", "_source_row", "_load_id"]
         return names
 
-    def _settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
+    def _format_settings(self) -> dict[str, str | int | float]:
+        """How to read input; the same for inference and for loading."""
         settings: dict[str, str | int | float] = {
-            "max_threads": self.workers,
-            "max_insert_threads": self.workers,
-            # Many files already keep every core busy; parallel parsing then only costs.
-            "input_format_parallel_parsing": 1 if len(batch) < self.workers else 0,
-            "input_format_skip_unknown_fields": 0,
             "date_time_input_format": "best_effort",
             "input_format_csv_detect_header": 1,
         }
         if self.opts.delimiter:
             settings["format_csv_delimiter"] = self.opts.delimiter
         return settings
+
+    def _settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
+        return {
+            **self._format_settings(),
+            "max_threads": self.workers,
+            "max_insert_threads": self.workers,
+            # Many files already keep every core busy; parallel parsing then only costs.
+            "input_format_parallel_parsing": 1 if len(batch) < self.workers else 0,
+            "input_format_skip_unknown_fields": 0,
+        }
 
     def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
         self.ledger.record(batch, "started", self.load_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from chute.engine import Engine
@@ -42,9 +43,15 @@ def structure(columns: list[Column]) -> str:
     return ", ".join(c.structure_sql() for c in columns)
 
 
-def describe(engine: Engine, table_expression: str, context: str, sample_rows: int | None = None) -> list[Column]:
+def describe(
+    engine: Engine,
+    table_expression: str,
+    context: str,
+    sample_rows: int | None = None,
+    format_settings: Mapping[str, str | int | float] | None = None,
+) -> list[Column]:
     """Column names and types the engine infers for a table expression."""
-    settings: dict[str, str | int] = dict(INFERENCE_SETTINGS)
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
     if sample_rows is not None:
         settings["input_format_max_rows_to_read_for_schema_inference"] = sample_rows
     rows = engine.rows(f"DESCRIBE {table_expression}", settings=settings, context=context)
