@@ -20,14 +20,17 @@ SELECT
     toString(cityHash64(n % 20011, 3) % 700) AS game_id,
     concat('Game ', toString(cityHash64(n % 20011, 3) % 700)) AS game_name,
     'live' AS type,
-    concat('Stream title ', toString(n % 20011), ' ', arrayElement(['Ranked', 'Chill', 'Speedrun', 'Co-op'], 1 + (n % 4))) AS title,
+    concat('Stream title ', toString(n % 20011), ' ',
+           arrayElement(['Ranked', 'Chill', 'Speedrun', 'Co-op'], 1 + (n % 4))) AS title,
     toUInt32(cityHash64(n, 4) % 5000) AS viewer_count,
-    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + (cityHash64(n % 20011, 5) % 86400) * 30, '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS started_at,
+    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + (cityHash64(n % 20011, 5) % 86400) * 30,
+                   '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS started_at,
     arrayElement(['en', 'de', 'es', 'fr', 'ja', 'pt', 'ru', 'ko'], 1 + (cityHash64(n % 20011, 6) % 8)) AS language,
     concat('https://thumbs.example/', toString(n % 20011), '-{{width}}x{{height}}.jpg') AS thumbnail_url,
     arrayMap(i -> toString(cityHash64(n % 20011, i) % 1000), range(1 + n % 4)) AS tag_ids,
     CAST((cityHash64(n % 20011, 7) % 10) = 0, 'Bool') AS is_mature,
-    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + intDiv(n, 20011) * 300, '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS captured_at
+    formatDateTime(toDateTime('2026-01-01 00:00:00', 'UTC') + intDiv(n, 20011) * 300,
+                   '%Y-%m-%dT%H:%i:%SZ', 'UTC') AS captured_at
 FROM (SELECT number AS n FROM numbers({start}, {count}))
 """
 

@@ -1,8 +1,8 @@
 """chute: fast, exactly-once bulk loads into ClickHouse.
 
-    >>> import chute
-    >>> report = chute.load(["data/*.json.gz"], table="events")
-    >>> report.rows_loaded
+>>> import chute
+>>> report = chute.load(["data/*.json.gz"], table="events")
+>>> report.rows_loaded
 """
 
 from chute.api import LoadOptions, load

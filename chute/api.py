@@ -155,9 +155,7 @@ class _Loader:
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
-            self.report.table_rows = int(
-                self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"]
-            )
+            self.report.table_rows = int(self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])
             self.report.table_bytes_on_disk = self.target.table_stats(self.table)[1]
         return self.report
 
@@ -203,7 +201,9 @@ class _Loader:
                 continue
             clash = [c.name for c in columns if c.name in PROVENANCE_NAMES]
             if clash and self.opts.provenance:
-                raise SchemaError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")
+                raise SchemaError(
+                    f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance"
+                )
             if self.opts.provenance:
                 columns = with_provenance(columns)
             ddl = create_table_sql(self.table, columns, self.opts.order_by, self.opts.partition_by)
@@ -221,7 +221,7 @@ class _Loader:
     @property
     def _has_provenance(self) -> bool:
         names = {c.name for c in self.columns}
-        return PROVENANCE_NAMES <= names
+        return names >= PROVENANCE_NAMES
 
     @property
     def _fill_provenance(self) -> bool:

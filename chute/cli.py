@@ -12,7 +12,7 @@ from chute import __version__
 from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
 from chute.errors import ChuteError
 from chute.inspect import query, status
-from chute.report import LoadReport, human_bytes, render_text
+from chute.report import LoadReport, render_text
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="run SQL in the target")
     q.add_argument("sql")
     q.add_argument("--target")
-    q.add_argument("--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)")
+    q.add_argument(
+        "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
+    )
     return parser
 
 
@@ -106,8 +108,10 @@ def _load(args: argparse.Namespace) -> int:
         _print_report(report)
     for f in report.files:
         if f.state == "failed":
-            print(f"chute: error: {f.error}" if f.source in f.error else f"chute: error: {f.source}: {f.error}",
-                  file=sys.stderr)
+            print(
+                f"chute: error: {f.error}" if f.source in f.error else f"chute: error: {f.source}: {f.error}",
+                file=sys.stderr,
+            )
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -140,8 +144,13 @@ def _status(args: argparse.Namespace) -> int:
     table = Table("table", "source", "state", "rows loaded", "rows rejected", "at", "last error")
     for r in rows:
         table.add_row(
-            r["table"], os.path.relpath(r["source"]) if len(r["source"]) > 60 else r["source"], r["state"],
-            f"{int(r['rows_loaded']):,}", f"{int(r['rows_rejected']):,}", r["at"], r["last_error"][:80],
+            r["table"],
+            os.path.relpath(r["source"]) if len(r["source"]) > 60 else r["source"],
+            r["state"],
+            f"{int(r['rows_loaded']):,}",
+            f"{int(r['rows_rejected']):,}",
+            r["at"],
+            r["last_error"][:80],
         )
     Console(soft_wrap=False).print(table)
     return EXIT_OK

@@ -6,6 +6,7 @@ share it and may run statements at the same time from different threads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -108,17 +109,15 @@ class Engine:
     def close(self) -> None:
         """Close the connections; the directory may be opened again afterwards."""
         for conn in self._extra:
-            try:
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the real error
-                pass
         self._extra.clear()
-        try:
+        with contextlib.suppress(Exception):
             self._conn.close()
-        except Exception:  # noqa: BLE001
-            pass
         with Engine._lock:
             Engine._open_path = None
+        if _engines.get(self.path) is self:
+            del _engines[self.path]
 
 
 _engines: dict[str, Engine] = {}
@@ -136,5 +135,3 @@ def open_engine(path: str) -> Engine:
         engine = Engine(real)
         _engines[real] = engine
     return engine
-
-

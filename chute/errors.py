@@ -73,7 +73,9 @@ class LoadFailed(ChuteError):
         self.report = report
 
 
-_CODE_RE = re.compile(r"Code:\s*(\d+)\.\s*(?:DB::Exception:\s*)?(.*?)(?:\s*\(([A-Z_]+)\))?(?:\s*\(version [^)]*\))?\s*$", re.S)
+_CODE_RE = re.compile(
+    r"Code:\s*(\d+)\.\s*(?:DB::Exception:\s*)?(.*?)(?:\s*\(([A-Z_]+)\))?(?:\s*\(version [^)]*\))?\s*$", re.S
+)
 
 
 def translate_engine_error(exc: BaseException, context: str = "") -> TargetError:

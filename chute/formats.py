@@ -114,6 +114,7 @@ def detect(path: str, format_override: str | None = None, compression_override: 
     if not suffixes or suffixes[-1] not in FORMAT_BY_EXTENSION:
         ext = "." + ".".join(parts[1:]) if len(parts) > 1 else "no extension"
         raise SourceError(
-            f"{path}: cannot tell the format from {ext}; pass --format (json, csv, tsv, parquet, native, orc, avro, arrow)"
+            f"{path}: cannot tell the format from {ext}; "
+            "pass --format (json, csv, tsv, parquet, native, orc, avro, arrow)"
         )
     return FileFormat(FORMAT_BY_EXTENSION[suffixes[-1]], compression)

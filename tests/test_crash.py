@@ -18,9 +18,7 @@ from .conftest import write_with_engine
 
 FILES = 44
 ROWS_PER_FILE = 20_000
-CHECKSUM = (
-    "SELECT count() AS n, sum(cityHash64(id, name, score, _source, _source_row, _source_mtime)) AS h FROM t"
-)
+CHECKSUM = "SELECT count() AS n, sum(cityHash64(id, name, score, _source, _source_row, _source_mtime)) AS h FROM t"
 
 
 def _make_files(engine, directory: Path) -> None:  # type: ignore[no-untyped-def]
@@ -37,8 +35,18 @@ def _make_files(engine, directory: Path) -> None:  # type: ignore[no-untyped-def
 
 def _command(data: Path, db: Path) -> list[str]:
     return [
-        sys.executable, "-m", "chute.cli", "load", str(data), "--table", "t",
-        "--target", str(db), "--batch-mb", "1", "--quiet",
+        sys.executable,
+        "-m",
+        "chute.cli",
+        "load",
+        str(data),
+        "--table",
+        "t",
+        "--target",
+        str(db),
+        "--batch-mb",
+        "1",
+        "--quiet",
     ]
 
 

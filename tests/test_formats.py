@@ -31,7 +31,9 @@ COMPRESSIONS = [(None, ""), ("gzip", ".gz"), ("zstd", ".zst")]
 
 @pytest.mark.parametrize("fmt,ext", CASES, ids=[c[1] for c in CASES])
 @pytest.mark.parametrize("compression,suffix", COMPRESSIONS, ids=["plain", "gz", "zst"])
-def test_each_format_loads(tmp_path: Path, target: str, fmt: str, ext: str, compression: str | None, suffix: str) -> None:
+def test_each_format_loads(
+    tmp_path: Path, target: str, fmt: str, ext: str, compression: str | None, suffix: str
+) -> None:
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / f"data.{ext}{suffix}", fmt, ROWS, compression)
     report = chute.load([str(path)], table="t", target=target)

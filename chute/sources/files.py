@@ -7,7 +7,7 @@ import os
 import stat
 
 from chute.errors import SourceError, UsageError
-from chute.formats import FORMAT_BY_EXTENSION, COMPRESSION_BY_EXTENSION, FileFormat, detect
+from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
 from chute.sources import Unit
 from chute.sql import quote_str
 
@@ -49,7 +49,7 @@ def _known_extension(name: str) -> bool:
 
 
 def _walk(directory: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_")))
