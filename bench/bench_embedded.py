@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import chute  # noqa: E402
-from bench.common import DATA_DIR, median, print_table, save_results, timed  # noqa: E402
-from bench.gen_streams import generate  # noqa: E402
-from chute.engine import open_engine  # noqa: E402
-from chute.schema import PROVENANCE_COLUMNS, describe, structure  # noqa: E402
-from chute.sql import quote_str  # noqa: E402
+import chute
+from bench.common import DATA_DIR, median, print_table, save_results, timed
+from bench.gen_streams import generate
+from chute.engine import open_engine
+from chute.schema import PROVENANCE_COLUMNS, describe, structure
+from chute.sql import quote_str
 
 
 def ensure_data(rows: int, files: int) -> Path:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def fresh(table: str, body: str) -> None:
         engine.execute(f"DROP TABLE IF EXISTS {table} SYNC")
-        engine.execute(f"DROP TABLE IF EXISTS _chute_ledger SYNC")
+        engine.execute("DROP TABLE IF EXISTS _chute_ledger SYNC")
         engine.execute(f"CREATE TABLE {table} ({body}) ENGINE = MergeTree ORDER BY tuple()")
 
     def rows_in(table: str) -> int:
@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         seconds, _ = timed(lambda: engine.execute(f"INSERT INTO bare SELECT * FROM file({quote_str(glob)})"))
         assert rows_in("bare") == args.rows, "bare engine lost rows"
         times["bare"].append(seconds)
-        sizes["bare"] = chute.LoadReport  # placeholder replaced below
-        sizes["bare"] = int(engine.rows("SELECT sum(bytes_on_disk) AS b FROM system.parts WHERE active AND table = 'bare'")[0]["b"])
+        sizes["bare"] = int(
+            engine.rows("SELECT sum(bytes_on_disk) AS b FROM system.parts WHERE active AND table = 'bare'")[0]["b"]
+        )
 
         fresh("t", with_prov)
         seconds, report = timed(lambda: chute.load([str(data)], table="t", target=db))
@@ -102,12 +103,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{t / bare:.2f}",
             ]
         )
-    print(f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 1e6:.1f} MB; "
-          f"median of {args.repeat} runs")
+    print(
+        f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 1e6:.1f} MB; "
+        f"median of {args.repeat} runs"
+    )
     print_table(["method", "seconds", "rows/s", "MB/s in", "ratio to bare"], rows)
     print(f"\nP1 chute / bare = {results['chute']['ratio_to_bare']:.3f} (target <= 1.0, goal 0.95)")
-    path = save_results("embedded", {"rows": args.rows, "files": args.files, "input_bytes": input_bytes,
-                                     "table_bytes": sizes, "results": results})
+    path = save_results(
+        "embedded",
+        {"rows": args.rows, "files": args.files, "input_bytes": input_bytes, "table_bytes": sizes, "results": results},
+    )
     print(f"results: {path}")
     engine.close()
     shutil.rmtree(workdir, ignore_errors=True)

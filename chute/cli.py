@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from chute import __version__
 from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
-from chute.errors import ChuteError
+from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query, status
 from chute.report import LoadReport, render_text
 
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"chute: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if exc.terminal and exc.__class__.__name__ == "UsageError" else EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, (UsageError, SourceError)) else EXIT_FAILED
     except KeyboardInterrupt:
         print("chute: interrupted; re-run the same command to finish the load", file=sys.stderr)
         return 130

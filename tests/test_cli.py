@@ -1,0 +1,77 @@
+"""The `chute` command as a user runs it: exit codes, one-line errors, JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chute.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_load_json_status_query(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    for i in range(3):
+        (data / f"f{i}.jsonl").write_text("".join(f'{{"k": {i * 10 + j}}}\n' for j in range(10)))
+    db = str(tmp_path / "db")
+    first = run("load", str(data), "--table", "t", "--target", db, "--json")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["rows_loaded"] == 30 and report["files_loaded"] == 3 and report["table_rows"] == 30
+    again = json.loads(run("load", str(data), "--table", "t", "--target", db, "--json").stdout)
+    assert again["rows_loaded"] == 0 and again["files_skipped"] == 3
+
+    status = run("status", "--table", "t", "--target", db, "--json")
+    rows = json.loads(status.stdout)
+    assert len(rows) == 3 and {r["state"] for r in rows} == {"done"}
+    assert sum(int(r["rows_loaded"]) for r in rows) == 30
+
+    out = run("query", "SELECT sum(k) FROM t", "--target", db)
+    assert out.returncode == 0 and out.stdout.strip() == str(sum(range(30)))
+
+    text = run("load", str(data), "--table", "t", "--target", db)
+    assert text.returncode == 0 and "0 loaded" in text.stdout and "3 skipped" in text.stdout
+
+
+def test_target_from_environment(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    db = tmp_path / "envdb"
+    env = {"CHUTE_TARGET": str(db), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "chute.cli", "load", str(tmp_path / "a.jsonl"), "-t", "t", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert db.is_dir() and not (tmp_path / "chute.db").exists()
+
+
+def test_errors_are_one_line_with_nonzero_exit(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    missing = run("load", str(tmp_path / "nope.jsonl"), "--table", "t", "--target", db)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().count("\n") == 0 and "nope.jsonl" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    bad_name = run("load", str(tmp_path), "--table", "no-good", "--target", db)
+    assert bad_name.returncode == 2 and "invalid table name" in bad_name.stderr
+
+    (tmp_path / "good.jsonl").write_text('{"a": 1}\n')
+    (tmp_path / "bad.jsonl").write_text('{"a": "text"}\n')
+    run("load", str(tmp_path / "good.jsonl"), "--table", "t", "--target", db)
+    partial = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet")
+    assert partial.returncode == 1
+    lines = partial.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.jsonl" in lines[0]
+
+    query = run("query", "SELECT * FROM nowhere", "--target", db)
+    assert query.returncode == 1 and "UNKNOWN_TABLE" in query.stderr and "Traceback" not in query.stderr
+    debug = run("--debug", "query", "SELECT * FROM nowhere", "--target", db)
+    assert "Traceback" in debug.stderr
