@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,9 @@ def render_settings(settings: Settings | None) -> str:
     return " SETTINGS " + ", ".join(parts)
 
 
+MEMORY = ":memory:"
+
+
 @dataclass(frozen=True)
 class StatementResult:
     rows_written: int
@@ -53,7 +56,8 @@ class Engine:
         import chdb  # imported late: loading the engine takes a moment
 
         self.path = path
-        os.makedirs(path, exist_ok=True)
+        if path != MEMORY:
+            os.makedirs(path, exist_ok=True)
         with Engine._lock:
             if Engine._open_path not in (None, path):
                 raise UsageError(
@@ -106,6 +110,25 @@ class Engine:
             raise translate_engine_error(exc, context) from exc
         return str(res.bytes().decode("utf-8", errors="replace"))
 
+    def stream(self, sql: str, fmt: str, settings: Settings | None = None, context: str = "") -> Iterator[bytes]:
+        """Run a query and yield its output block by block (bounded memory)."""
+        try:
+            result = self._connection().send_query(sql + render_settings(settings), fmt)
+        except Exception as exc:
+            raise translate_engine_error(exc, context) from exc
+        try:
+            while True:
+                try:
+                    chunk = result.fetch()
+                except Exception as exc:
+                    raise translate_engine_error(exc, context) from exc
+                if chunk is None:
+                    return
+                yield chunk.bytes()
+        finally:
+            with contextlib.suppress(Exception):
+                result.close()
+
     def close(self) -> None:
         """Close the connections; the directory may be opened again afterwards."""
         for conn in self._extra:
@@ -124,8 +147,8 @@ _engines: dict[str, Engine] = {}
 
 
 def open_engine(path: str) -> Engine:
-    """The engine for a directory, shared by every call in this process."""
-    real = os.path.abspath(path)
+    """The engine for a directory (or MEMORY), shared by every call in this process."""
+    real = path if path == MEMORY else os.path.abspath(path)
     engine = _engines.get(real)
     if engine is None:
         if _engines:

@@ -73,25 +73,38 @@ class LoadFailed(ChuteError):
         self.report = report
 
 
-_CODE_RE = re.compile(
-    r"Code:\s*(\d+)\.\s*(?:DB::Exception:\s*)?(.*?)(?:\s*\(([A-Z_]+)\))?(?:\s*\(version [^)]*\))?\s*$", re.S
-)
+# "Code: 60. DB::Exception: msg (UNKNOWN_TABLE) (version 26.9)" on current
+# versions; "Code: 60, e.displayText() = DB::Exception: msg, e.what() = ..." on 18.x.
+_CODE_RE = re.compile(r"Code:\s*(\d+)[.,]\s*(?:e\.displayText\(\) = )?(?:DB::\w*Exception:\s*)?(.*)", re.S)
+_TAIL_RE = re.compile(r"(?:,\s*e\.what\(\) = [\w:]+)?\s*(?:\(version [^)]*\))?\s*$")
+_NAME_RE = re.compile(r"\s*\(([A-Z][A-Z0-9_]+)\)\s*$")
+
+
+def parse_server_error(text: str) -> tuple[int | None, str | None, str]:
+    """(code, name, message) from a ClickHouse error text of any version."""
+    match = _CODE_RE.search(text)
+    if not match:
+        return None, None, " ".join(text.split())
+    code = int(match.group(1))
+    message = _TAIL_RE.sub("", match.group(2).strip())
+    name_match = _NAME_RE.search(message)
+    name = None
+    if name_match:
+        name = name_match.group(1)
+        message = message[: name_match.start()]
+    return code, name, " ".join(message.split())
+
+
+def make_target_error(code: int | None, name: str | None, message: str, context: str = "") -> TargetError:
+    if len(message) > 600:
+        message = message[:600] + "..."
+    label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")
+    text = f"{context}: {label}{message}" if context else f"{label}{message}"
+    cls = TransientTargetError if code in TRANSIENT_CODES else TargetError
+    return cls(text, code=code, name=name)
 
 
 def translate_engine_error(exc: BaseException, context: str = "") -> TargetError:
     """Map an engine exception to a TargetError keeping the code and name."""
-    text = str(exc).strip()
-    match = _CODE_RE.search(text)
-    code: int | None = None
-    name: str | None = None
-    if match:
-        code = int(match.group(1))
-        text = match.group(2)
-        name = match.group(3)
-    one_line = " ".join(text.split())
-    if len(one_line) > 600:
-        one_line = one_line[:600] + "..."
-    label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")
-    message = f"{context}: {label}{one_line}" if context else f"{label}{one_line}"
-    cls = TransientTargetError if code in TRANSIENT_CODES else TargetError
-    return cls(message, code=code, name=name)
+    code, name, message = parse_server_error(str(exc).strip())
+    return make_target_error(code, name, message, context)

@@ -14,28 +14,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chute.sources import Unit
-from chute.sql import TableName, quote_str
+from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target
 
 LEDGER_TABLE = "_chute_ledger"
 
-LEDGER_DDL = """CREATE TABLE IF NOT EXISTS {name}
-(
-    table String,
-    unit String,
-    identity String,
-    size UInt64,
-    mtime DateTime64(3, 'UTC'),
-    state LowCardinality(String),
-    rows_loaded UInt64,
-    rows_rejected UInt64,
-    load_id String,
-    error String,
-    at DateTime64(6, 'UTC'),
-    seq UInt64
+LEDGER_COLUMNS = (
+    ("table", "String"),
+    ("unit", "String"),
+    ("identity", "String"),
+    ("size", "UInt64"),
+    ("mtime", "DateTime64(3, 'UTC')"),
+    ("state", "LowCardinality(String)"),
+    ("rows_loaded", "UInt64"),
+    ("rows_rejected", "UInt64"),
+    ("load_id", "String"),
+    ("error", "String"),
+    ("at", "DateTime64(6, 'UTC')"),
+    ("seq", "UInt64"),
 )
-ENGINE = MergeTree
-ORDER BY (table, unit, seq)"""
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,19 @@ class Ledger:
         self.name = TableName(table.database, LEDGER_TABLE)
 
     def ensure(self) -> None:
-        self.target.execute(LEDGER_DDL.format(name=self.name.sql), context="creating the ledger")
+        caps = self.target.capabilities
+        body = ",\n    ".join(f"{quote_ident(n)} {caps.adapt_type(t)}" for n, t in LEDGER_COLUMNS)
+        self.target.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.name.sql}\n(\n    {body}\n)\nENGINE = MergeTree\n"
+            "ORDER BY (`table`, unit, seq)",
+            context="creating the ledger",
+        )
+
+    def _time(self, ns: int) -> str:
+        """A timestamp literal the target's ledger column accepts."""
+        if self.target.capabilities.datetime64:
+            return f"fromUnixTimestamp64Nano({ns}, 'UTC')"
+        return f"toDateTime({ns // 1_000_000_000}, 'UTC')"
 
     def exists(self) -> bool:
         return self.target.table_columns(self.name) is not None
@@ -68,7 +77,7 @@ class Ledger:
             "SELECT unit, argMax(identity, seq) AS identity, argMax(state, seq) AS state, "
             "argMax(rows_loaded, seq) AS rows_loaded, argMax(rows_rejected, seq) AS rows_rejected, "
             "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at "
-            f"FROM {self.name.sql} WHERE table = {quote_str(str(self.table))} GROUP BY unit ORDER BY unit",
+            f"FROM {self.name.sql} WHERE `table` = {quote_str(str(self.table))} GROUP BY unit ORDER BY unit",
             context="reading the ledger",
         )
         return {
@@ -101,9 +110,9 @@ class Ledger:
             error = (errors or {}).get(unit.key, "")
             values.append(
                 f"({quote_str(str(self.table))}, {quote_str(unit.key)}, {quote_str(unit.identity)}, "
-                f"{unit.size}, fromUnixTimestamp64Nano({unit.mtime_ns}), {quote_str(state)}, "
+                f"{unit.size}, {self._time(unit.mtime_ns)}, {quote_str(state)}, "
                 f"{rows_loaded}, 0, {quote_str(load_id)}, {quote_str(error)}, "
-                f"fromUnixTimestamp64Nano({now}), {now + i})"
+                f"{self._time(now)}, {now + i})"
             )
         if values:
             self.target.execute(

@@ -29,6 +29,7 @@ class LoadReport:
     ddl: str | None = None
     notes: list[str] = field(default_factory=list)
     peak_rss_bytes: int = 0
+    bytes_sent: int = 0
 
     @property
     def files_total(self) -> int:
@@ -90,6 +91,7 @@ class LoadReport:
             "rows_per_s": round(self.rows_per_s, 1),
             "table_rows": self.table_rows,
             "table_bytes_on_disk": self.table_bytes_on_disk,
+            "bytes_sent": self.bytes_sent,
             "peak_rss_bytes": self.peak_rss_bytes,
             "ddl": self.ddl,
             "notes": self.notes,
@@ -122,6 +124,7 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
         ),
         ("rows", f"{report.rows_read:,} read, {report.rows_loaded:,} loaded, {report.rows_rejected:,} rejected"),
         ("bytes in", human_bytes(report.bytes_in)),
+        *([("bytes sent", human_bytes(report.bytes_sent))] if report.bytes_sent else []),
         ("seconds", f"{report.seconds:.2f}"),
         ("speed", f"{report.rows_per_s:,.0f} rows/s, {mb_s:.1f} MB/s"),
         ("table", f"{report.table_rows:,} rows, {human_bytes(report.table_bytes_on_disk)} on disk"),

@@ -44,6 +44,19 @@ def test_each_format_loads(
     assert int(got["s"]) == sum(range(1000))
     assert int(got["n"]) == 1000
     assert float(got["sc"]) == pytest.approx(sum(i * 1.5 for i in range(1000)))
+    # Row numbers follow the file's order in every format (ids were written in order).
+    assert engine.rows("SELECT countIf(_source_row = id + 1) AS ok FROM t")[0]["ok"] == 1000
+
+
+@pytest.mark.parametrize("fmt,ext", [("CSVWithNames", "csv"), ("Native", "native"), ("ORC", "orc")])
+def test_row_numbers_of_a_large_file_are_exact(tmp_path: Path, target: str, fmt: str, ext: str) -> None:
+    """Large enough for parallel parsing / parallel reading to kick in."""
+    engine = open_engine(target)
+    select = "SELECT number AS id, toString(number * 7) AS s FROM numbers(400000)"
+    path = write_with_engine(engine, tmp_path / f"big.{ext}", fmt, select)
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.rows_loaded == 400000
+    assert engine.rows("SELECT countIf(_source_row = id + 1) AS ok FROM t")[0]["ok"] == 400000
 
 
 def test_format_and_compression_flags_override_extension(tmp_path: Path, target: str) -> None:

@@ -38,6 +38,10 @@ class Source(Protocol):
         """A table function call that reads `unit` with the given structure."""
         ...
 
-    def row_number_expression(self) -> str:
+    def row_number_expression(self, unit: Unit) -> str:
         """SQL giving the 1-based number of the row within its unit."""
+        ...
+
+    def needs_serial_read(self, unit: Unit) -> bool:
+        """True when row numbers are only right if the unit is read by one thread."""
         ...

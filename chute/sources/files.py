@@ -13,6 +13,10 @@ from chute.sql import quote_str
 
 _GLOB_CHARS = set("*?[{")
 
+# Formats whose reader fills the `_row_number` virtual column; for the others
+# (Native, ORC, Arrow) rows are numbered by a single-threaded read.
+ROW_NUMBER_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Parquet", "Avro"})
+
 
 def expand_braces(pattern: str) -> list[str]:
     """Expand `{a,b}` alternatives (nested allowed); Python's glob lacks them."""
@@ -121,5 +125,10 @@ class FileSource:
             args.append(quote_str(fmt.compression))
         return f"file({', '.join(args)})"
 
-    def row_number_expression(self) -> str:
-        return "_row_number + 1"
+    def row_number_expression(self, unit: Unit) -> str:
+        if unit.fmt.format in ROW_NUMBER_FORMATS:
+            return "_row_number + 1"
+        return "rowNumberInAllBlocks() + 1"
+
+    def needs_serial_read(self, unit: Unit) -> bool:
+        return unit.fmt.format not in ROW_NUMBER_FORMATS

@@ -1,4 +1,4 @@
-"""Targets: where rows end up. The embedded directory today, servers next.
+"""Targets: where rows end up: an embedded directory or a ClickHouse server.
 
 The loader speaks to a target only through `Target`; a new target is one new
 module here plus one line in `open_target`.
@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from chute.capabilities import Capabilities
 from chute.engine import Engine, Settings, StatementResult
 from chute.errors import UsageError
 from chute.schema import Column
@@ -31,23 +32,39 @@ class Target(Protocol):
         """The embedded engine that reads sources for this target."""
         ...
 
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes put on the wire so far (0 for the embedded target)."""
+        ...
+
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult: ...
 
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]: ...
 
     def table_columns(self, table: TableName) -> list[Column] | None: ...
 
+    def prepare(self, table: TableName) -> None:
+        """Before a load: drop stage tables that a killed run left behind."""
+        ...
+
+    def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
+        """Delete the rows whose `_source` is one of `sources`, and wait for it."""
+        ...
+
     def write_batch(
         self,
         table: TableName,
         columns: Sequence[str],
-        select_sql: str,
+        selects: Sequence[str],
         settings: Settings,
         count_by_source: bool,
         context: str,
     ) -> dict[str, int]:
-        """Insert the rows of `select_sql` all-or-nothing; rows per `_source`
-        (or under the key "" when `count_by_source` is false)."""
+        """Insert the rows of the engine SELECTs all-or-nothing; return rows per
+        `_source` (or under the key "" when `count_by_source` is false)."""
         ...
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
@@ -55,13 +72,22 @@ class Target(Protocol):
         ...
 
 
-def open_target(spec: str | None) -> Target:
-    """A target from `--target`, `CHUTE_TARGET`, or the default directory."""
-    spec = spec or os.environ.get("CHUTE_TARGET") or DEFAULT_TARGET
+def open_target(
+    spec: str | None, password_file: str | None = None, insecure: bool = False, connections: int = 2
+) -> Target:
+    """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory."""
+    spec = spec or os.environ.get("CHUTE_TARGET")
+    if not spec and os.environ.get("CLICKHOUSE_HOST"):
+        from chute.targets.server import ServerTarget
+
+        return ServerTarget(None, password_file, insecure, connections)
+    spec = spec or DEFAULT_TARGET
     if spec.startswith(("http://", "https://")):
-        raise UsageError("server targets (http/https) are not available in this version yet")
+        from chute.targets.server import ServerTarget
+
+        return ServerTarget(spec, password_file, insecure, connections)
     if "://" in spec:
-        raise UsageError(f"unknown target scheme in {spec.split('://', 1)[0]!r}: give a directory path")
+        raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
     from chute.targets.embedded import EmbeddedTarget
 
     return EmbeddedTarget(spec)

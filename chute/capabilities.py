@@ -1,0 +1,99 @@
+"""What a ClickHouse server version can do, held in one place.
+
+New version-dependent behaviour gets a field here rather than a loose
+`if version >= ...` somewhere in the loader.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    version: tuple[int, ...]
+    low_cardinality: bool
+    """LowCardinality columns without the experimental flag (19.x)."""
+    datetime64: bool
+    """DateTime64 (20.1)."""
+    bool_type: bool
+    """Bool as its own type (21.12); before it, UInt8."""
+    lightweight_delete: bool
+    """DELETE FROM (23.3 generally available)."""
+    mutations_sync: bool
+    """The mutations_sync setting (20.1); before it, poll system.mutations."""
+    dedup_token: bool
+    """insert_deduplication_token (22.2)."""
+    codecs: bool
+    """CODEC(...) in column definitions (19.1)."""
+    ip_types: bool
+    """IPv4 / IPv6 (19.3)."""
+    map_type: bool
+    """Map(K, V) (21.1)."""
+
+    @classmethod
+    def for_version(cls, text: str) -> Capabilities:
+        parts = tuple(int(p) for p in re.findall(r"\d+", text)[:3]) or (0,)
+        v = parts + (0,) * (3 - len(parts))
+        return cls(
+            version=v,
+            low_cardinality=v >= (19, 0, 0),
+            datetime64=v >= (20, 1, 0),
+            bool_type=v >= (21, 12, 0),
+            lightweight_delete=v >= (23, 3, 0),
+            mutations_sync=v >= (20, 1, 0),
+            dedup_token=v >= (22, 2, 0),
+            codecs=v >= (19, 1, 0),
+            ip_types=v >= (19, 3, 0),
+            map_type=v >= (21, 1, 0),
+        )
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(str(p) for p in self.version)
+
+    def adapt_type(self, type_sql: str) -> str:
+        """A type the server can store, for a type the embedded engine inferred."""
+        t = type_sql
+        if not self.low_cardinality:
+            t = _unwrap(t, "LowCardinality")
+        if not self.bool_type:
+            t = re.sub(r"\bBool\b", "UInt8", t)
+        if not self.datetime64:
+            t = re.sub(
+                r"DateTime64\(\s*\d+\s*(,\s*('[^']*'))?\s*\)",
+                lambda m: f"DateTime({m.group(2)})" if m.group(2) else "DateTime",
+                t,
+            )
+        if not self.ip_types:
+            t = re.sub(r"\bIPv[46]\b", "String", t)
+        if not self.map_type and t.startswith("Map("):
+            t = "String"
+        if t.startswith(("JSON", "Object(", "Dynamic", "Variant(")):
+            t = "String"
+        return t
+
+
+def _unwrap(type_sql: str, wrapper: str) -> str:
+    """Remove every `wrapper(...)` around a type, keeping the inner type."""
+    prefix = wrapper + "("
+    while prefix in type_sql:
+        start = type_sql.index(prefix)
+        depth = 0
+        for i in range(start + len(prefix) - 1, len(type_sql)):
+            if type_sql[i] == "(":
+                depth += 1
+            elif type_sql[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    inner = type_sql[start + len(prefix) : i]
+                    type_sql = type_sql[:start] + inner + type_sql[i + 1 :]
+                    break
+        else:
+            break
+    return type_sql
+
+
+EMBEDDED = Capabilities.for_version("99.0.0")
+"""The embedded engine is always current."""

@@ -1,0 +1,180 @@
+"""A ClickHouse server over HTTP, any version from 18.16 to current.
+
+The embedded engine (in memory) reads each file, casts every column to the
+server table's exact type, adds provenance and emits Native; chute compresses
+it with ClickHouse's own ZSTD framing and streams it to `INSERT ... FORMAT
+Native` over several connections. Memory stays bounded: one block at a time.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from chute.capabilities import Capabilities
+from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
+from chute.errors import ChuteError, TargetError, TransientTargetError
+from chute.nativecompress import NativeCompressor
+from chute.schema import Column
+from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.staging import Stage
+from chute.transport import HttpClient, ServerAddress, check_connection
+
+RETRIES = 4
+BACKOFF_SECONDS = 0.5
+MUTATION_TIMEOUT_SECONDS = 600
+
+
+class ServerTarget:
+    def __init__(
+        self, url: str | None, password_file: str | None = None, insecure: bool = False, connections: int = 2
+    ) -> None:
+        self.address = ServerAddress.parse(url, password_file)
+        if insecure and self.address.scheme == "https":
+            print(
+                f"chute: WARNING: TLS certificate checks are OFF for {self.address.display} (--insecure)",
+                file=sys.stderr,
+            )
+        self.client = HttpClient(self.address, verify_tls=not insecure)
+        version = check_connection(self.client)
+        self._caps = Capabilities.for_version(version)
+        self._engine: Engine | None = None
+        self._sent = 0
+        self._sent_lock = threading.Lock()
+        self.connections = max(1, connections)
+
+    @property
+    def display_name(self) -> str:
+        return self.address.display
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from chute.engine import _engines
+
+            # Reuse a directory engine this process already has; chDB holds one.
+            self._engine = next(iter(_engines.values()), None) or open_engine(MEMORY)
+        return self._engine
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    @property
+    def bytes_sent(self) -> int:
+        return self._sent
+
+    def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
+        self.client.query(sql, settings, context)
+        return StatementResult(0, 0, 0.0)
+
+    def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
+        return self.client.rows(sql, settings, context)
+
+    def table_columns(self, table: TableName) -> list[Column] | None:
+        database = quote_str(table.database) if table.database else "currentDatabase()"
+        rows = self.rows(
+            "SELECT name, type, default_kind, default_expression FROM system.columns "
+            f"WHERE database = {database} AND table = {quote_str(table.table)}",
+            context=f"reading columns of {table}",
+        )
+        if not rows:
+            return None
+        return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in rows]
+
+    def prepare(self, table: TableName) -> None:
+        Stage.drop_stale(self, table)
+
+    def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
+        keys = ", ".join(quote_str(k) for k in sources)
+        context = f"removing earlier rows of {len(sources)} file(s)"
+        if self._caps.mutations_sync:
+            self.execute(f"ALTER TABLE {table.sql} DELETE WHERE _source IN ({keys})", {"mutations_sync": 2}, context)
+            return
+        self.execute(f"ALTER TABLE {table.sql} DELETE WHERE _source IN ({keys})", context=context)
+        self._wait_for_mutations(table, context)
+
+    def _wait_for_mutations(self, table: TableName, context: str) -> None:
+        """Servers before 20.1 run mutations in the background: poll until done."""
+        database = quote_str(table.database) if table.database else "currentDatabase()"
+        deadline = time.monotonic() + MUTATION_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            pending = self.rows(
+                f"SELECT count() AS n FROM system.mutations WHERE database = {database} "
+                f"AND table = {quote_str(table.table)} AND is_done = 0",
+                context=context,
+            )
+            if int(pending[0]["n"]) == 0:
+                return
+            time.sleep(0.2)
+        raise TargetError(f"{context}: the server did not finish the delete in {MUTATION_TIMEOUT_SECONDS} s")
+
+    def write_batch(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        selects: Sequence[str],
+        settings: Settings,
+        count_by_source: bool,
+        context: str,
+    ) -> dict[str, int]:
+        """Stream the batch into a stage table; retry transient failures whole."""
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._write_once(table, columns, selects, settings, count_by_source, context)
+            except TransientTargetError:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(BACKOFF_SECONDS * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _write_once(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        selects: Sequence[str],
+        settings: Settings,
+        count_by_source: bool,
+        context: str,
+    ) -> dict[str, int]:
+        column_list = ", ".join(quote_ident(c) for c in columns)
+        streams = min(self.connections, len(selects))
+        groups = [list(selects[i::streams]) for i in range(streams)]
+        engine_settings = dict(settings)
+        engine_settings["max_threads"] = max(1, int(engine_settings.get("max_threads", 1)) // streams)
+        engine_settings["low_cardinality_allow_in_native_format"] = int(self._caps.low_cardinality)
+        with Stage(self, table, context, drop_sync=False) as stage:
+            into = stage.table or table
+            statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
+
+            def send(group: list[str]) -> None:
+                body = self._native_body(" UNION ALL ".join(group), engine_settings, context)
+                self.client.insert(statement, body, context=context, native_compressed=True)
+
+            if streams == 1:
+                send(groups[0])
+            else:
+                with ThreadPoolExecutor(streams) as pool:
+                    for future in [pool.submit(send, g) for g in groups]:
+                        future.result()
+            return stage.commit(count_by_source)
+
+    def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
+        compressor = NativeCompressor()
+        try:
+            for block in self.engine.stream(select, "Native", settings, context):
+                framed = compressor.compress(block)
+                with self._sent_lock:
+                    self._sent += len(framed)
+                yield framed
+        except ChuteError:
+            raise
+        except Exception as exc:  # an engine failure inside the HTTP body
+            raise TargetError(f"{context}: {exc}") from exc
+
+    def table_stats(self, table: TableName) -> tuple[int, int]:
+        return Stage.stats(self, table)

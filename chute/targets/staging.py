@@ -1,0 +1,99 @@
+"""All-or-nothing batches: insert into a stage table, then ATTACH its partitions.
+
+ATTACH PARTITION ... FROM hard-links parts (no copy) and works on every server
+version chute supports (18.16 and later) and in the embedded engine. Tables
+that are not MergeTree get plain inserts (no stage).
+"""
+
+from __future__ import annotations
+
+import uuid
+from types import TracebackType
+from typing import Any, Protocol
+
+from chute.engine import Settings, StatementResult
+from chute.sql import TableName, quote_str
+
+STAGE_PREFIX = "_chute_stage_"
+
+
+class _Sql(Protocol):
+    def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult: ...
+
+    def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]: ...
+
+
+def _database(table: TableName) -> str:
+    return quote_str(table.database) if table.database else "currentDatabase()"
+
+
+class Stage:
+    """A stage table for one batch; `table` is None when the target cannot stage."""
+
+    def __init__(self, db: _Sql, target: TableName, context: str, drop_sync: bool = True) -> None:
+        self.db = db
+        self.drop_suffix = " SYNC" if drop_sync else ""
+        self.target = target
+        self.context = context
+        self.table: TableName | None = None
+
+    def __enter__(self) -> Stage:
+        engine = self.db.rows(
+            f"SELECT engine FROM system.tables WHERE database = {_database(self.target)} "
+            f"AND name = {quote_str(self.target.table)}"
+        )
+        if engine and "MergeTree" in engine[0]["engine"]:
+            name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
+            self.table = TableName(self.target.database, name)
+            self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.table is not None:
+            self.db.execute(f"DROP TABLE IF EXISTS {self.table.sql}{self.drop_suffix}")
+
+    def commit(self, count_by_source: bool, rows_written: int | None = None) -> dict[str, int]:
+        """Count the stage's rows, move them into the target; rows per source."""
+        if self.table is None:
+            return {"": rows_written or 0}
+        if count_by_source:
+            counts = {
+                r["_source"]: int(r["n"])
+                for r in self.db.rows(f"SELECT _source, count() AS n FROM {self.table.sql} GROUP BY _source")
+            }
+        else:
+            counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
+        partitions = self.db.rows(
+            "SELECT DISTINCT partition_id FROM system.parts WHERE active "
+            f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
+        )
+        for part in partitions:
+            self.db.execute(
+                f"ALTER TABLE {self.target.sql} ATTACH PARTITION ID {quote_str(part['partition_id'])} "
+                f"FROM {self.table.sql}",
+                context=self.context,
+            )
+        return counts
+
+    @staticmethod
+    def drop_stale(db: _Sql, target: TableName) -> None:
+        """Drop stage tables left by a run that was killed."""
+        prefix = f"{STAGE_PREFIX}{target.table}_"
+        rows = db.rows(
+            f"SELECT name FROM system.tables WHERE database = {_database(target)} "
+            f"AND startsWith(name, {quote_str(prefix)})"
+        )
+        for row in rows:
+            db.execute(f"DROP TABLE IF EXISTS {TableName(target.database, row['name']).sql}")
+
+    @staticmethod
+    def stats(db: _Sql, table: TableName) -> tuple[int, int]:
+        rows = db.rows(
+            "SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active "
+            f"AND database = {_database(table)} AND table = {quote_str(table.table)}"
+        )
+        if not rows:
+            return 0, 0
+        return int(rows[0]["rows"] or 0), int(rows[0]["bytes"] or 0)
