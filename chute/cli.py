@@ -28,7 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("load", help="load files into a table, exactly once")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories, globs (** and {a,b})")
     p.add_argument("--table", "-t", required=True, help="table or db.table")
-    p.add_argument("--target", help="embedded database directory (default ./chute.db or $CHUTE_TARGET)")
+    p.add_argument(
+        "--target",
+        help="embedded database directory, or http(s)://[user[:password]@]host:port[/database] "
+        "(default $CHUTE_TARGET, else a server from $CLICKHOUSE_HOST, else ./chute.db)",
+    )
+    p.add_argument("--password-file", help="file holding the server password")
+    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https targets)")
+    p.add_argument("--connections", type=int, default=2, help="parallel connections to a server (default 2)")
     p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
     p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
     p.add_argument("--delimiter", help="CSV field delimiter")
@@ -45,11 +52,15 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="the ledger: state of every loaded file")
     s.add_argument("--table", "-t")
     s.add_argument("--target")
+    s.add_argument("--password-file")
+    s.add_argument("--insecure", action="store_true")
     s.add_argument("--json", action="store_true")
 
     q = sub.add_parser("query", help="run SQL in the target")
     q.add_argument("sql")
     q.add_argument("--target")
+    q.add_argument("--password-file")
+    q.add_argument("--insecure", action="store_true")
     q.add_argument(
         "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
     )
@@ -64,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             return _status(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
-        sys.stdout.write(query(args.sql, target=args.target, fmt=fmt))
+        sys.stdout.write(query(args.sql, args.target, fmt, args.password_file, args.insecure))
         return EXIT_OK
     except ChuteError as exc:
         if args.debug:
@@ -90,6 +101,9 @@ def _load(args: argparse.Namespace) -> int:
         add_columns=args.add_columns,
         on_change=args.on_change,
         batch_bytes=max(1, args.batch_mb) * 2**20,
+        password_file=args.password_file,
+        insecure=args.insecure,
+        connections=args.connections,
     )
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
@@ -131,7 +145,7 @@ def _print_report(report: LoadReport) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    rows = status(args.table, args.target)
+    rows = status(args.table, args.target, args.password_file, args.insecure)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK

@@ -39,3 +39,25 @@ def write_with_engine(engine, path: Path, fmt: str, select: str, compression: st
 
 def set_mtime(path: Path, seconds: int) -> None:
     os.utime(path, (seconds, seconds))
+
+
+@pytest.fixture(scope="session")
+def clickhouse_server():  # type: ignore[no-untyped-def]
+    """The Debian clickhouse-server (18.16) on loopback, one per test session."""
+    from .servers import ClickHouseServer, available
+
+    if not available():
+        pytest.fail("clickhouse-server is not installed: run ./scripts/test, which installs it")
+    server = ClickHouseServer.create().start()
+    yield server
+    server.remove()
+
+
+@pytest.fixture()
+def server_url(clickhouse_server) -> str:  # type: ignore[no-untyped-def]
+    """A fresh database on the shared server, as a chute target URL."""
+    import uuid
+
+    database = f"test_{uuid.uuid4().hex[:10]}"
+    clickhouse_server.query(f"CREATE DATABASE {database}")
+    return f"{clickhouse_server.url}/{database}"

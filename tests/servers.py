@@ -13,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,10 +132,18 @@ class ClickHouseServer:
             return False
 
     def query(self, sql: str, database: str | None = None) -> str:
-        url = self.url + (f"/?database={database}" if database else "/")
+        return self.query_url(self.url, sql, database)
+
+    @staticmethod
+    def query_url(base_url: str, sql: str, database: str | None = None) -> str:
+        """POST one statement; raise with the server's message on failure."""
+        url = base_url + (f"/?database={database}" if database else "/")
         req = urllib.request.Request(url, data=sql.encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return str(resp.read().decode())
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return str(resp.read().decode())
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(exc.read().decode(errors="replace")) from None
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""

@@ -44,6 +44,10 @@ class Target(Protocol):
 
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]: ...
 
+    def text(self, sql: str, fmt: str, context: str = "") -> str:
+        """A query's output in the ClickHouse format `fmt`, for people to read."""
+        ...
+
     def table_columns(self, table: TableName) -> list[Column] | None: ...
 
     def prepare(self, table: TableName) -> None:

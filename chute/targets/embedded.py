@@ -44,6 +44,9 @@ class EmbeddedTarget:
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
         return self._engine.rows(sql, settings, context)
 
+    def text(self, sql: str, fmt: str, context: str = "") -> str:
+        return self._engine.text(sql, fmt=fmt, context=context)
+
     def table_columns(self, table: TableName) -> list[Column] | None:
         return table_columns(self._engine, table)
 

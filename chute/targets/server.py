@@ -75,6 +75,9 @@ class ServerTarget:
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
         return self.client.rows(sql, settings, context)
 
+    def text(self, sql: str, fmt: str, context: str = "") -> str:
+        return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)
+
     def table_columns(self, table: TableName) -> list[Column] | None:
         database = quote_str(table.database) if table.database else "currentDatabase()"
         rows = self.rows(
