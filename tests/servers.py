@@ -99,9 +99,7 @@ class ClickHouseServer:
         for sub in ("log", "data", "tmp", "user_files", "format_schemas"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         server = cls(root, free_port(), free_port())
-        (root / "config.xml").write_text(
-            CONFIG.format(root=root, http_port=server.http_port, tcp_port=server.tcp_port)
-        )
+        (root / "config.xml").write_text(CONFIG.format(root=root, http_port=server.http_port, tcp_port=server.tcp_port))
         (root / "users.xml").write_text(USERS.format(user=TEST_USER, password=TEST_PASSWORD))
         return server
 
