@@ -8,14 +8,18 @@ adds the provenance columns, and writes the parts.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from chute.careful import check_delimited, check_json_lines, widened
+from chute.engine import MEMORY
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.ledger import Ledger, LedgerEntry
+from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
 from chute.schema import (
     PROVENANCE_NAMES,
@@ -29,6 +33,7 @@ from chute.sources import Source, Unit
 from chute.sources.files import FileSource
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
+from chute.targets.staging import CommitCheck
 
 ON_CHANGE = ("skip", "reload", "error")
 
@@ -38,6 +43,11 @@ DEFAULT_BATCH_FILES = 64
 
 # Formats that describe themselves: reading their schema costs no row parsing.
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
+
+UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
+
+# Formats whose bad rows can be told apart from good ones by a careful pass.
+CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,11 @@ class LoadOptions:
     """Skip TLS certificate checks for https targets (loudly)."""
     connections: int = 2
     """Parallel HTTP connections to a server target."""
+    max_errors: str | None = None
+    """Bad rows allowed per file before the whole file fails: a count ("10") or a share ("0.1%").
+    Default: no limit; every bad row goes to the `<table>_rejects` table."""
+    strict: bool = False
+    """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
 
 
 @dataclass
@@ -103,13 +118,16 @@ def load(
         raise UsageError(f"--on-change must be one of {', '.join(ON_CHANGE)}")
     if opts.delimiter is not None and len(opts.delimiter) != 1:
         raise UsageError("--delimiter must be a single character")
+    ErrorBudget.parse(opts.max_errors)
     started = time.monotonic()
     table_name = TableName.parse(table)
     if table_name.table.startswith("_chute_"):
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
-    source = FileSource([sources] if isinstance(sources, str) else list(sources), opts.format, opts.compression)
-    units = source.units()
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
+    exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
+    patterns = [sources] if isinstance(sources, str) else list(sources)
+    source = FileSource(patterns, opts.format, opts.compression, exclude=exclude)
+    units = source.units()
     loader = _Loader(tgt, source, table_name, opts, progress)
     report = loader.run(units, on_plan, on_ddl)
     report.seconds = time.monotonic() - started
@@ -135,6 +153,7 @@ class _Loader:
         self.workers = opts.workers or os.cpu_count() or 1
         self.load_id = uuid.uuid4().hex
         self.ledger = Ledger(target, table)
+        self.rejects = Rejects(target, table)
         self.columns: list[Column] = []
         self.report = LoadReport(self.load_id, str(table), target.display_name)
 
@@ -321,20 +340,35 @@ class _Loader:
             self.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.columns = self.target.table_columns(self.table) or self.columns
 
+    def _provenance(self, unit: Unit, row_expression: str) -> dict[str, tuple[str, str]]:
+        """Provenance column -> (SQL, the table's exact type); empty when not filled."""
+        if not self._fill_provenance:
+            return {}
+        types = {c.name: c.type for c in self.columns}
+        values = {
+            "_source": quote_str(unit.key),
+            "_source_mtime": f"fromUnixTimestamp64Nano({unit.mtime_ns}, 'UTC')",
+            "_source_row": row_expression,
+            "_load_id": quote_str(self.load_id),
+        }
+        return {name: (expr, types[name]) for name, expr in values.items()}
+
     def _select_sql(self, unit: Unit) -> str:
         inputs = self._input_columns()
-        exprs = [quote_ident(c.name) for c in inputs]
-        if self._fill_provenance:
-            types = {c.name: c.type for c in self.columns}
-            values = {
-                "_source": quote_str(unit.key),
-                "_source_mtime": f"fromUnixTimestamp64Nano({unit.mtime_ns}, 'UTC')",
-                "_source_row": self.source.row_number_expression(unit),
-                "_load_id": quote_str(self.load_id),
-            }
-            # Cast to the table's exact types: an old server may hold String, DateTime.
-            exprs += [f"CAST({expr}, {quote_str(types[name])}) AS {name}" for name, expr in values.items()]
-        table_expr = self.source.table_expression(unit, structure(inputs))
+        read_as = list(inputs)
+        exprs = []
+        for i, col in enumerate(inputs):
+            wide = widened(col.type) if unit.fmt.is_text else None
+            if wide is None:
+                exprs.append(quote_ident(col.name))
+            else:
+                # Text parsers wrap integers that do not fit; read wide, cast exactly.
+                read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
+                exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
+        # Cast to the table's exact types: an old server may hold String, DateTime.
+        provenance = self._provenance(unit, self.source.row_number_expression(unit))
+        exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+        table_expr = self.source.table_expression(unit, structure(read_as))
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
     def _insert_columns(self) -> list[str]:
@@ -373,11 +407,21 @@ class _Loader:
             "input_format_skip_unknown_fields": 0,
         }
 
+    def _unchanged_check(self, batch: list[Unit]) -> CommitCheck:
+        def check(_counts: dict[str, int]) -> None:
+            for unit in batch:
+                if not self.source.unchanged(unit):
+                    raise SourceError(f"{unit.key}: changed or removed during the load; run again to load it")
+
+        return check
+
     def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
         self.ledger.record(batch, "started", self.load_id)
         replace = [u.key for u in batch if u.key in plan.replace]
         if replace and self._has_provenance:
             self.target.delete_sources(self.table, replace)
+            if self.rejects.exists():
+                self.target.delete_sources(self.rejects.name, replace)
         by_source = self._fill_provenance
         try:
             counts = self.target.write_batch(
@@ -387,19 +431,17 @@ class _Loader:
                 self._settings(batch),
                 count_by_source=by_source,
                 context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+                before_commit=self._unchanged_check(batch),
             )
         except ChuteError as exc:
-            if len(batch) > 1 and exc.terminal:
+            if not exc.terminal:
+                raise
+            if len(batch) > 1:
                 # Find the culprit(s): each file alone; the good ones load.
                 for unit in batch:
                     self._load_batch([unit], plan)
                 return
-            if not exc.terminal:
-                raise
-            result = plan.results[batch[0].key]
-            result.state = "failed"
-            result.error = str(exc)
-            self.ledger.record(batch, "failed", self.load_id, errors={batch[0].key: str(exc)})
+            self._after_failure(batch[0], exc, plan)
             return
         rows = counts if by_source else {batch[0].key: sum(counts.values())}
         for unit in batch:
@@ -407,3 +449,92 @@ class _Loader:
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+
+    def _fail(self, unit: Unit, message: str, plan: _Plan, rejected: int = 0) -> None:
+        result = plan.results[unit.key]
+        result.state = "failed"
+        result.error = message
+        result.rows_rejected = rejected
+        self.ledger.record([unit], "failed", self.load_id, errors={unit.key: message}, rejected={unit.key: rejected})
+
+    def _after_failure(self, unit: Unit, exc: ChuteError, plan: _Plan) -> None:
+        """A file the fast path could not load: a careful pass if it is text, else it fails."""
+        careful = (
+            unit.fmt.format in CAREFUL_FORMATS
+            and not self.opts.strict
+            and not isinstance(exc, SourceError)
+            and self.source.unchanged(unit)
+        )
+        unknown = UNKNOWN_FIELD.search(str(exc))
+        if unknown:
+            # A field the table lacks is a schema question, not a bad row.
+            careful = False
+            exc = SchemaError(
+                f"{unit.key}: input field {unknown.group(1)} is not in table {self.table} "
+                "(use --add-columns to add it)"
+            )
+        if not careful:
+            self._fail(unit, str(exc), plan)
+            return
+        try:
+            self._careful(unit, plan)
+        except ChuteError as careful_exc:
+            if not careful_exc.terminal:
+                raise
+            # The careful pass could not read it either (truncated archive, I/O): the first error says most.
+            self._fail(unit, str(exc), plan)
+
+    def _careful(self, unit: Unit, plan: _Plan) -> None:
+        """Load the good rows of `unit`; keep every bad one in the rejects table."""
+        inputs = self._input_columns()
+        engine = self.target.engine
+        settings = {**self._format_settings(), "max_threads": self.workers}
+        if unit.fmt.format == "JSONEachRow":
+            lines = self.source.table_expression(unit, "line String", "LineAsString")
+            checked = check_json_lines(engine, lines, inputs, settings)
+        else:
+            text_columns = [Column(c.name, "String") for c in inputs]
+            delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+            expression = self.source.table_expression(unit, structure(text_columns))
+            checked = check_delimited(engine, expression, inputs, delimiter, settings)
+        try:
+            budget = ErrorBudget.parse(self.opts.max_errors)
+            self.rejects.ensure()
+            self.rejects.clear(unit.key)
+            if checked.rejected:
+                types = self.rejects.types()
+                self.target.write_batch(
+                    self.rejects.name,
+                    REJECT_COLUMNS,
+                    [checked.rejects_select(unit.key, self.load_id, types)],
+                    {"max_threads": 1},
+                    count_by_source=False,
+                    context=f"{unit.key}: writing rejects",
+                )
+            if not budget.allows(checked.rejected, checked.total):
+                self._fail(
+                    unit,
+                    f"{unit.key}: {checked.rejected} of {checked.total} rows rejected, over --max-errors "
+                    f"{self.opts.max_errors}; nothing of the file was loaded (see table {self.rejects.name})",
+                    plan,
+                    rejected=checked.rejected,
+                )
+                return
+            counts = self.target.write_batch(
+                self.table,
+                self._insert_columns(),
+                [checked.good_select(inputs, self._provenance(unit, "row"))],
+                {"max_threads": self.workers, "max_insert_threads": self.workers},
+                count_by_source=False,
+                context=unit.key,
+                before_commit=self._unchanged_check([unit]),
+            )
+        finally:
+            checked.drop(engine)
+        result = plan.results[unit.key]
+        result.state = "loaded"
+        result.rows_loaded = sum(counts.values())
+        result.rows_rejected = checked.rejected
+        self.ledger.record(
+            [unit], "done", self.load_id, rows={unit.key: result.rows_loaded}, rejected={unit.key: checked.rejected}
+        )

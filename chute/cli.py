@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
     p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
     p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
+    p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
+    p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
 
@@ -104,6 +106,8 @@ def _load(args: argparse.Namespace) -> int:
         password_file=args.password_file,
         insecure=args.insecure,
         connections=args.connections,
+        max_errors=args.max_errors,
+        strict=args.strict,
     )
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
@@ -126,6 +130,9 @@ def _load(args: argparse.Namespace) -> int:
                 f"chute: error: {f.error}" if f.source in f.error else f"chute: error: {f.source}: {f.error}",
                 file=sys.stderr,
             )
+    if report.rows_rejected:
+        rows = "row" if report.rows_rejected == 1 else "rows"
+        print(f"chute: warning: {report.rows_rejected} {rows} rejected; see table {report.table}_rejects", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

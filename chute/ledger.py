@@ -101,6 +101,7 @@ class Ledger:
         load_id: str,
         rows: dict[str, int] | None = None,
         errors: dict[str, str] | None = None,
+        rejected: dict[str, int] | None = None,
     ) -> None:
         """Append one state row per unit, in a single insert (one part: atomic)."""
         now = time.time_ns()
@@ -108,10 +109,11 @@ class Ledger:
         for i, unit in enumerate(units):
             rows_loaded = (rows or {}).get(unit.key, 0)
             error = (errors or {}).get(unit.key, "")
+            rows_rejected = (rejected or {}).get(unit.key, 0)
             values.append(
                 f"({quote_str(str(self.table))}, {quote_str(unit.key)}, {quote_str(unit.identity)}, "
                 f"{unit.size}, {self._time(unit.mtime_ns)}, {quote_str(state)}, "
-                f"{rows_loaded}, 0, {quote_str(load_id)}, {quote_str(error)}, "
+                f"{rows_loaded}, {rows_rejected}, {quote_str(load_id)}, {quote_str(error)}, "
                 f"{self._time(now)}, {now + i})"
             )
         if values:

@@ -66,10 +66,13 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path: Path) -> None:
     (tmp_path / "good.jsonl").write_text('{"a": 1}\n')
     (tmp_path / "bad.jsonl").write_text('{"a": "text"}\n')
     run("load", str(tmp_path / "good.jsonl"), "--table", "t", "--target", db)
-    partial = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet")
+    partial = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet", "--strict")
     assert partial.returncode == 1
     lines = partial.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.jsonl" in lines[0]
+    kept = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet")
+    assert kept.returncode == 0
+    assert kept.stderr.strip() == "chute: warning: 1 row rejected; see table t_rejects"
 
     query = run("query", "SELECT * FROM nowhere", "--target", db)
     assert query.returncode == 1 and "UNKNOWN_TABLE" in query.stderr and "Traceback" not in query.stderr

@@ -153,7 +153,7 @@ def test_add_columns(tmp_path: Path, target: str) -> None:
     assert count(target, "color = 'red'") == 5
 
 
-def test_schema_mismatch_fails_only_that_file(tmp_path: Path, target: str) -> None:
+def test_bad_row_is_rejected_and_strict_fails_only_that_file(tmp_path: Path, target: str) -> None:
     engine = open_engine(target)
     engine.execute(
         "CREATE TABLE t (id UInt32, name String, line UInt32, _source LowCardinality(String), "
@@ -164,14 +164,27 @@ def test_schema_mismatch_fails_only_that_file(tmp_path: Path, target: str) -> No
         write_jsonl(tmp_path / f"good{i}.jsonl", i * 10, 10)
     bad = tmp_path / "zbad.jsonl"
     bad.write_text('{"id": 1, "name": "x", "line": 1}\n{"id": "not a number", "name": "y", "line": 2}\n')
-    report = chute.load([str(tmp_path)], table="t", target=target)
-    assert not report.ok
-    assert report.files_loaded == 4 and report.files_failed == 1
-    failed = next(f for f in report.files if f.state == "failed")
+    strict = chute.load([str(tmp_path)], table="t", target=target, options=chute.LoadOptions(strict=True))
+    assert not strict.ok
+    assert strict.files_loaded == 4 and strict.files_failed == 1
+    failed = next(f for f in strict.files if f.state == "failed")
     assert failed.source == str(bad) and str(bad) in failed.error
     assert count(target) == 40 and count(target, f"_source = {quote_str(str(bad))}") == 0
     states = {r["source"]: r["state"] for r in chute.status("t", target)}
     assert states[str(bad)] == "failed" and states[str(tmp_path / "good0.jsonl")] == "done"
+
+    kept = chute.load([str(tmp_path)], table="t", target=target)
+    assert kept.ok and kept.files_loaded == 1 and kept.rows_loaded == 1 and kept.rows_rejected == 1
+    assert count(target) == 41
+    rejects = engine.rows("SELECT _source, _source_row, raw, error FROM t_rejects")
+    assert rejects == [
+        {
+            "_source": str(bad),
+            "_source_row": 2,
+            "raw": '{"id": "not a number", "name": "y", "line": 2}',
+            "error": "column id: not a number does not fit UInt32",
+        }
+    ]
 
 
 def test_empty_file_fails_alone(tmp_path: Path, target: str) -> None:

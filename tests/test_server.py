@@ -136,7 +136,7 @@ def test_password_never_printed(tmp_path: Path, clickhouse_server: ClickHouseSer
         outputs.append(proc.stdout + proc.stderr)
     assert json.loads(outputs[0].split("\n", 0)[0])["rows_loaded"] == 1
     joined = "\n".join(outputs)
-    assert "a.jsonl" in joined and "nowhere" in joined
+    assert "pw_t_rejects" in joined and "nowhere" in joined
     assert TEST_PASSWORD not in joined
     env = {
         "CLICKHOUSE_HOST": "127.0.0.1",

@@ -34,8 +34,13 @@ class Source(Protocol):
         """List the units, cheaply (no row is read)."""
         ...
 
-    def table_expression(self, unit: Unit, structure: str | None) -> str:
-        """A table function call that reads `unit` with the given structure."""
+    def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
+        """A table function call that reads `unit` with the given structure
+        (and, for the careful pass, another format such as LineAsString)."""
+        ...
+
+    def unchanged(self, unit: Unit) -> bool:
+        """Whether the unit still has the identity it was planned with."""
         ...
 
     def row_number_expression(self, unit: Unit) -> str:

@@ -68,10 +68,13 @@ class FileSource:
         patterns: list[str],
         format_override: str | None = None,
         compression_override: str | None = None,
+        exclude: list[str] | None = None,
     ) -> None:
         if not patterns:
             raise UsageError("no source given")
         self.patterns = patterns
+        # The embedded target's own directory holds .json and other files: never a source.
+        self.exclude = [os.path.abspath(p) + os.sep for p in exclude or []]
         self.format_override = format_override
         self.compression_override = compression_override
 
@@ -96,7 +99,9 @@ class FileSource:
                 raise SourceError(f"{pattern}: no such file or directory")
         unique: dict[str, None] = {}
         for p in paths:
-            unique.setdefault(os.path.abspath(p), None)
+            full = os.path.abspath(p)
+            if not any(full.startswith(prefix) for prefix in self.exclude):
+                unique.setdefault(full, None)
         return list(unique)
 
     def units(self) -> list[Unit]:
@@ -116,14 +121,21 @@ class FileSource:
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
         return units
 
-    def table_expression(self, unit: Unit, structure: str | None) -> str:
+    def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         fmt: FileFormat = unit.fmt
-        args = [quote_str(unit.key), quote_str(fmt.format)]
+        args = [quote_str(unit.key), quote_str(fmt_name or fmt.format)]
         if structure is not None or fmt.compression != "none":
             args.append(quote_str(structure) if structure is not None else "'auto'")
         if fmt.compression != "none":
             args.append(quote_str(fmt.compression))
         return f"file({', '.join(args)})"
+
+    def unchanged(self, unit: Unit) -> bool:
+        try:
+            st = os.stat(unit.key)
+        except OSError:
+            return False
+        return st.st_size == unit.size and st.st_mtime_ns == unit.mtime_ns
 
     def row_number_expression(self, unit: Unit) -> str:
         if unit.fmt.format in ROW_NUMBER_FORMATS:

@@ -15,6 +15,7 @@ from chute.engine import Engine, Settings, StatementResult
 from chute.errors import UsageError
 from chute.schema import Column
 from chute.sql import TableName
+from chute.targets.staging import CommitCheck
 
 DEFAULT_TARGET = "./chute.db"
 
@@ -66,6 +67,7 @@ class Target(Protocol):
         settings: Settings,
         count_by_source: bool,
         context: str,
+        before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false)."""

@@ -14,7 +14,7 @@ from chute.capabilities import EMBEDDED, Capabilities
 from chute.engine import Engine, Settings, StatementResult, open_engine
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.staging import Stage
+from chute.targets.staging import CommitCheck, Stage
 
 
 class EmbeddedTarget:
@@ -68,13 +68,14 @@ class EmbeddedTarget:
         settings: Settings,
         count_by_source: bool,
         context: str,
+        before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         select = " UNION ALL ".join(selects)
         with Stage(self, table, context) as stage:
             target_table = stage.table if stage.table else table
             result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
-            return stage.commit(count_by_source, result.rows_written)
+            return stage.commit(count_by_source, result.rows_written, before_commit)
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)

@@ -21,7 +21,7 @@ from chute.errors import ChuteError, TargetError, TransientTargetError
 from chute.nativecompress import NativeCompressor
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.staging import Stage
+from chute.targets.staging import CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
 
 RETRIES = 4
@@ -124,11 +124,12 @@ class ServerTarget:
         settings: Settings,
         count_by_source: bool,
         context: str,
+        before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole."""
         for attempt in range(RETRIES + 1):
             try:
-                return self._write_once(table, columns, selects, settings, count_by_source, context)
+                return self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
             except TransientTargetError:
                 if attempt == RETRIES:
                     raise
@@ -143,6 +144,7 @@ class ServerTarget:
         settings: Settings,
         count_by_source: bool,
         context: str,
+        before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         streams = min(self.connections, len(selects))
@@ -164,7 +166,7 @@ class ServerTarget:
                 with ThreadPoolExecutor(streams) as pool:
                     for future in [pool.submit(send, g) for g in groups]:
                         future.result()
-            return stage.commit(count_by_source)
+            return stage.commit(count_by_source, before_commit=before_commit)
 
     def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
         compressor = NativeCompressor()

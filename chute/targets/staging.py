@@ -8,6 +8,7 @@ that are not MergeTree get plain inserts (no stage).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -15,6 +16,9 @@ from chute.engine import Settings, StatementResult
 from chute.sql import TableName, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
+
+CommitCheck = Callable[[dict[str, int]], None]
+"""Called with the staged row counts just before they are moved in; raising aborts."""
 
 
 class _Sql(Protocol):
@@ -54,10 +58,15 @@ class Stage:
         if self.table is not None:
             self.db.execute(f"DROP TABLE IF EXISTS {self.table.sql}{self.drop_suffix}")
 
-    def commit(self, count_by_source: bool, rows_written: int | None = None) -> dict[str, int]:
+    def commit(
+        self, count_by_source: bool, rows_written: int | None = None, before_commit: CommitCheck | None = None
+    ) -> dict[str, int]:
         """Count the stage's rows, move them into the target; rows per source."""
         if self.table is None:
-            return {"": rows_written or 0}
+            counts = {"": rows_written or 0}
+            if before_commit:
+                before_commit(counts)
+            return counts
         if count_by_source:
             counts = {
                 r["_source"]: int(r["n"])
@@ -65,6 +74,8 @@ class Stage:
             }
         else:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
+        if before_commit:
+            before_commit(counts)
         partitions = self.db.rows(
             "SELECT DISTINCT partition_id FROM system.parts WHERE active "
             f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"

@@ -1,0 +1,250 @@
+"""The careful pass: only for a text file the fast path could not load.
+
+The engine reads the file again, one record at a time as text, checks every
+value against the table's type in SQL, and keeps two sets in a scratch table:
+good rows (converted) and bad rows with a reason a person understands. No
+row passes through Python. The engine's own `input_format_allow_errors_*`
+is not used for JSON (an unterminated object swallows the next line), and for
+CSV/TSV it only separates records (all fields read as text), never converts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+from chute.engine import Engine
+from chute.schema import Column
+from chute.sql import TableName, quote_ident, quote_str
+
+RAW_LIMIT = 4096
+"""Bytes of a bad record kept in the rejects table."""
+
+_INT_RE = re.compile(r"^U?Int(8|16|32|64|128|256)$")
+
+
+def strip_wrappers(type_sql: str) -> tuple[str, bool]:
+    """(inner type, nullable) without LowCardinality(...) and Nullable(...)."""
+    t = type_sql.strip()
+    nullable = False
+    for wrapper in ("LowCardinality(", "Nullable(", "LowCardinality("):
+        if t.startswith(wrapper) and t.endswith(")"):
+            nullable = nullable or wrapper == "Nullable("
+            t = t[len(wrapper) : -1].strip()
+    return t, nullable
+
+
+def widened(type_sql: str) -> str | None:
+    """A wider integer type to read text into, so out-of-range values are caught.
+
+    The engine's text parsers wrap an integer that does not fit (300 into
+    UInt8 becomes 44); reading into a wide type and `accurateCast` to the real
+    one turns that into an error, which sends the file to the careful pass.
+    """
+    inner, nullable = strip_wrappers(type_sql)
+    if type_sql.startswith("LowCardinality(") or not _INT_RE.match(inner):
+        return None
+    bits = int(_INT_RE.match(inner).group(1))  # type: ignore[union-attr]
+    if bits >= 128:
+        return None
+    wide = "Int64" if bits <= 32 else "Int128"
+    return f"Nullable({wide})" if nullable else wide
+
+
+def conversion(text: str, type_sql: str) -> str | None:
+    """SQL turning the String `text` into the inner type, NULL when it does not fit.
+
+    None when the type has no exact check (arrays, maps, tuples): those are
+    converted without a per-value check.
+    """
+    inner, _ = strip_wrappers(type_sql)
+    tz = re.search(r"'([^']*)'", inner)
+    tz_arg = f", {quote_str(tz.group(1))}" if tz else ""
+    if inner in ("String",):
+        return text
+    if inner.startswith("FixedString("):
+        n = int(inner[len("FixedString(") : -1])
+        return f"if(length({text}) <= {n}, {text}, NULL)"
+    if _INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Enum", "Bool", "BFloat16")):
+        return f"accurateCastOrNull({text}, {quote_str(inner)})"
+    if inner in ("Date", "Date32"):
+        fn = "toDate" if inner == "Date" else "toDate32"
+        return f"{fn}(parseDateTimeBestEffortOrNull({text}, 'UTC'))"
+    if inner.startswith("DateTime64"):
+        precision = re.search(r"DateTime64\(\s*(\d+)", inner)
+        p = precision.group(1) if precision else "3"
+        return f"parseDateTime64BestEffortOrNull({text}, {p}{tz_arg})"
+    if inner.startswith("DateTime"):
+        return f"parseDateTimeBestEffortOrNull({text}{tz_arg})"
+    if inner == "UUID":
+        return f"toUUIDOrNull({text})"
+    if inner in ("IPv4", "IPv6"):
+        return f"to{inner}OrNull({text})"
+    return None
+
+
+def _default(type_sql: str) -> str:
+    return f"defaultValueOfTypeName({quote_str(type_sql)})"
+
+
+@dataclass(frozen=True)
+class CheckedRows:
+    """A scratch table with every record of one file: good ones converted."""
+
+    table: TableName
+    total: int
+    rejected: int
+
+    def good_select(self, columns: list[Column], provenance: dict[str, tuple[str, str]]) -> str:
+        """The good rows; `provenance` maps a column to (SQL, type); `row` is the record number."""
+        exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
+        exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+        return f"SELECT {', '.join(exprs)} FROM {self.table.sql} WHERE reason = ''"
+
+    def rejects_select(self, source: str, load_id: str, types: dict[str, str]) -> str:
+        return (
+            f"SELECT CAST({quote_str(source)}, {quote_str(types['_source'])}) AS _source, "
+            f"CAST(row, {quote_str(types['_source_row'])}) AS _source_row, "
+            f"substring(raw, 1, {RAW_LIMIT}) AS raw, reason AS error, "
+            f"CAST({quote_str(load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
+            f"CAST(now64(3), {quote_str(types['at'])}) AS at "
+            f"FROM {self.table.sql} WHERE reason != ''"
+        )
+
+    def drop(self, engine: Engine) -> None:
+        engine.execute(f"DROP TABLE IF EXISTS {self.table.sql}")
+
+
+def _multi_if(parts: list[str]) -> str:
+    return f"multiIf({', '.join(parts)}, '')" if parts else "''"
+
+
+def _finals(columns: list[Column], texts: list[str], present: list[str], extract: list[str]) -> list[str]:
+    """Converted value of each column, and the condition that it is bad."""
+    finals = []
+    for i, col in enumerate(columns):
+        conv = conversion(texts[i], col.type)
+        _, nullable = strip_wrappers(col.type)
+        if conv is None:
+            value = extract[i]
+        elif nullable:
+            value = f"if({present[i]}, {conv}, NULL)"
+        else:
+            value = f"if({present[i]}, assumeNotNull({conv}), {_default(strip_wrappers(col.type)[0])})"
+        finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
+    return finals
+
+
+def _bad_conditions(columns: list[Column], texts: list[str], present: list[str]) -> list[str]:
+    parts = []
+    for i, col in enumerate(columns):
+        conv = conversion(texts[i], col.type)
+        if conv is None or conv == texts[i]:
+            continue
+        inner = strip_wrappers(col.type)[0]
+        message = f"concat('column {col.name}: ', substring({texts[i]}, 1, 200), {quote_str(' does not fit ' + inner)})"
+        parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
+    return parts
+
+
+def check_json_lines(
+    engine: Engine, file_expression_lines: str, columns: list[Column], settings: dict[str, str | int | float]
+) -> CheckedRows:
+    """Check a JSON-lines file record by record (a line is the unit of recovery)."""
+    names = [c.name for c in columns]
+    texts, present, extract = [], [], []
+    for c in columns:
+        key = quote_str(c.name)
+        texts.append(f"if(JSONType(raw, {key}) = 'String', JSONExtractString(raw, {key}), JSONExtractRaw(raw, {key}))")
+        present.append(f"(JSONHas(raw, {key}) AND JSONType(raw, {key}) != 'Null')")
+        extract.append(f"JSONExtract(raw, {key}, {quote_str(strip_wrappers(c.type)[0])})")
+    known = "[" + ", ".join(quote_str(n) for n in names) + "]"
+    unknown = f"arrayFilter(k -> NOT has({known}, k), JSONExtractKeys(raw))"
+    reasons = [
+        "NOT isValidJSON(raw), 'invalid JSON (or invalid UTF-8)'",
+        "JSONType(raw) != 'Object', 'not a JSON object'",
+        f"notEmpty({unknown}), concat('fields not in the table: ', arrayStringConcat({unknown}, ', '))",
+        *_bad_conditions(columns, texts, present),
+    ]
+    lines = (
+        "SELECT row_number() OVER (ORDER BY n) AS row, raw FROM ("
+        "SELECT _row_number AS n, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), '\\r$', '') AS raw "
+        f"FROM {file_expression_lines}) WHERE notEmpty(trimBoth(raw))"
+    )
+    select = (
+        f"SELECT row, raw, {_multi_if(reasons)} AS reason, "
+        f"{', '.join(_finals(columns, texts, present, extract))} FROM ({lines})"
+    )
+    return _materialize(engine, select, settings)
+
+
+def check_delimited(
+    engine: Engine,
+    file_expression: str,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+) -> CheckedRows:
+    """Check CSV/TSV: records split by the engine's parser (all fields as text),
+    bad records (wrong field count, broken quoting) recorded by the engine with
+    their row numbers, values checked in SQL."""
+    errors_path = os.path.join(tempfile.gettempdir(), f"chute-errors-{uuid.uuid4().hex}.csv")
+    fields = [f"f{i}" for i in range(len(columns))]
+    read_settings = {
+        **settings,
+        "input_format_allow_errors_num": 1_000_000_000_000,
+        "input_format_allow_errors_ratio": 1,
+        "input_format_record_errors_file_path": errors_path,
+        "errors_output_format": "CSV",
+        "input_format_parallel_parsing": 0,
+        "max_threads": 1,
+    }
+    scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
+    names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
+    try:
+        engine.execute(
+            f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
+            settings=read_settings,
+            context="reading records as text",
+        )
+        bad_structure = (
+            "SELECT offset AS row, raw_data AS raw, "
+            "concat('malformed record: ', coalesce(nullIf(extract(reason, 'ERROR: ([^\\n]*)'), ''), reason)) AS reason "
+            f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
+            "table Nullable(String), offset UInt64, reason String, raw_data String')"
+        )
+        has_errors = os.path.exists(errors_path) and os.path.getsize(errors_path) > 0
+        bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))" if has_errors else "[]::Array(UInt64)"
+        texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
+        present = [
+            f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')}))"
+            for i, c in enumerate(columns)
+        ]
+        extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
+        sep = quote_str(delimiter)
+        good = (
+            f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
+            f"arrayStringConcat([{', '.join(fields)}], {sep}) AS raw, "
+            f"{_multi_if(_bad_conditions(columns, texts, present))} AS reason, "
+            f"{', '.join(_finals(columns, texts, present, extract))} FROM {scratch.sql}"
+        )
+        if has_errors:
+            nulls = ", ".join(f"{_default(c.type)} AS v{i}" for i, c in enumerate(columns))
+            select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
+        else:
+            select = good
+        return _materialize(engine, select, settings)
+    finally:
+        engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
+        if os.path.exists(errors_path):
+            os.remove(errors_path)
+
+
+def _materialize(engine: Engine, select: str, settings: dict[str, str | int | float]) -> CheckedRows:
+    table = TableName(None, f"_chute_check_{uuid.uuid4().hex[:12]}")
+    engine.execute(f"CREATE TABLE {table.sql} ENGINE = Memory AS {select}", settings=settings, context="checking rows")
+    counts = engine.rows(f"SELECT count() AS n, countIf(reason != '') AS bad FROM {table.sql}")[0]
+    return CheckedRows(table, int(counts["n"]), int(counts["bad"]))

@@ -1,0 +1,86 @@
+"""Bad rows: the `<table>_rejects` table and the --max-errors budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chute.errors import UsageError
+from chute.sql import TableName, quote_ident
+from chute.targets import Target
+
+REJECT_COLUMNS = ("_source", "_source_row", "raw", "error", "_load_id", "at")
+
+_REJECT_TYPES = (
+    ("_source", "LowCardinality(String)"),
+    ("_source_row", "UInt64"),
+    ("raw", "String"),
+    ("error", "String"),
+    ("_load_id", "LowCardinality(String)"),
+    ("at", "DateTime64(3, 'UTC')"),
+)
+
+
+class Rejects:
+    """The rejects table next to a target table: one row per bad input record."""
+
+    def __init__(self, target: Target, table: TableName) -> None:
+        self.target = target
+        self.name = table.with_suffix("_rejects")
+        self._exists: bool | None = None
+
+    def exists(self) -> bool:
+        if self._exists is None:
+            self._exists = self.target.table_columns(self.name) is not None
+        return self._exists
+
+    def ensure(self) -> None:
+        if self.exists():
+            return
+        caps = self.target.capabilities
+        body = ", ".join(f"{quote_ident(n)} {caps.adapt_type(t)}" for n, t in _REJECT_TYPES)
+        self.target.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.name.sql} ({body}) ENGINE = MergeTree ORDER BY (_source, _source_row)",
+            context=f"creating {self.name}",
+        )
+        self._exists = True
+
+    def clear(self, source: str) -> None:
+        """Forget earlier rejects of a file about to be checked again (no doubles)."""
+        if self.exists():
+            self.target.delete_sources(self.name, [source])
+
+    def types(self) -> dict[str, str]:
+        columns = self.target.table_columns(self.name) or []
+        return {c.name: c.type for c in columns}
+
+
+@dataclass(frozen=True)
+class ErrorBudget:
+    """How many bad rows a file may have: a count, a share, or no limit."""
+
+    count: int | None = None
+    share: float | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> ErrorBudget:
+        if text is None or text == "":
+            return cls()
+        try:
+            if text.endswith("%"):
+                share = float(text[:-1]) / 100
+                if not 0 <= share <= 1:
+                    raise ValueError
+                return cls(share=share)
+            count = int(text)
+            if count < 0:
+                raise ValueError
+            return cls(count=count)
+        except ValueError:
+            raise UsageError(f"--max-errors takes a count (10) or a share (0.1%), not {text!r}") from None
+
+    def allows(self, rejected: int, total: int) -> bool:
+        if self.count is not None:
+            return rejected <= self.count
+        if self.share is not None:
+            return rejected <= self.share * total
+        return True
