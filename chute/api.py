@@ -7,9 +7,11 @@ adds the provenance columns, and writes the parts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -207,6 +209,29 @@ class _Loader:
                 plan.replace.add(unit.key)
         return plan
 
+    def _infer(self, unit: Unit) -> list[Column]:
+        """The unit's columns; for JSON lines with broken lines, from its valid lines."""
+        context = f"{unit.key}: cannot infer the schema"
+        expression = self.source.table_expression(unit, None)
+        try:
+            return describe(self.target.engine, expression, context, format_settings=self._format_settings())
+        except ChuteError:
+            if unit.fmt.format != "JSONEachRow":
+                raise
+        engine = self.target.engine
+        sample = os.path.join(tempfile.gettempdir(), f"chute-sample-{uuid.uuid4().hex}.jsonl")
+        lines = self.source.table_expression(unit, "line String", "LineAsString")
+        try:
+            engine.execute(
+                f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
+                f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
+                context=context,
+            )
+            return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self._format_settings())
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(sample)
+
     def _create_table(self, plan: _Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
         """Infer the schema from the first readable unit and create the table."""
         last_error: ChuteError | None = None
@@ -214,12 +239,7 @@ class _Loader:
             if unit.size == 0:
                 continue
             try:
-                columns = describe(
-                    self.target.engine,
-                    self.source.table_expression(unit, None),
-                    context=f"{unit.key}: cannot infer the schema",
-                    format_settings=self._format_settings(),
-                )
+                columns = self._infer(unit)
             except ChuteError as exc:
                 last_error = exc
                 continue
@@ -470,8 +490,7 @@ class _Loader:
             # A field the table lacks is a schema question, not a bad row.
             careful = False
             exc = SchemaError(
-                f"{unit.key}: input field {unknown.group(1)} is not in table {self.table} "
-                "(use --add-columns to add it)"
+                f"{unit.key}: input field {unknown.group(1)} is not in table {self.table} (use --add-columns to add it)"
             )
         if not careful:
             self._fail(unit, str(exc), plan)
@@ -496,7 +515,8 @@ class _Loader:
             text_columns = [Column(c.name, "String") for c in inputs]
             delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
             expression = self.source.table_expression(unit, structure(text_columns))
-            checked = check_delimited(engine, expression, inputs, delimiter, settings)
+            lines = self.source.table_expression(unit, "line String", "LineAsString")
+            checked = check_delimited(engine, expression, lines, inputs, delimiter, settings)
         try:
             budget = ErrorBudget.parse(self.opts.max_errors)
             self.rejects.ensure()

@@ -23,6 +23,9 @@ from chute.sql import TableName, quote_ident, quote_str
 RAW_LIMIT = 4096
 """Bytes of a bad record kept in the rejects table."""
 
+# The line of the engine's diagnostic that says what is wrong (and its hint).
+_ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
+
 _INT_RE = re.compile(r"^U?Int(8|16|32|64|128|256)$")
 
 
@@ -184,6 +187,7 @@ def check_json_lines(
 def check_delimited(
     engine: Engine,
     file_expression: str,
+    lines_expression: str,
     columns: list[Column],
     delimiter: str,
     settings: dict[str, str | int | float],
@@ -204,6 +208,9 @@ def check_delimited(
     }
     scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
     names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
+    if _has_header(engine, lines_expression, columns, delimiter):
+        # All-text columns defeat the engine's header detection: say it outright.
+        file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
     try:
         engine.execute(
             f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
@@ -212,7 +219,7 @@ def check_delimited(
         )
         bad_structure = (
             "SELECT offset AS row, raw_data AS raw, "
-            "concat('malformed record: ', coalesce(nullIf(extract(reason, 'ERROR: ([^\\n]*)'), ''), reason)) AS reason "
+            f"concat('malformed record: ', coalesce(nullIf({_ENGINE_REASON}, ''), reason)) AS reason "
             f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
             "table Nullable(String), offset UInt64, reason String, raw_data String')"
         )
@@ -241,6 +248,20 @@ def check_delimited(
         engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
         if os.path.exists(errors_path):
             os.remove(errors_path)
+
+
+def _has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:
+    """Whether the first line holds the column names (a UTF-8 BOM and quotes aside)."""
+    rows = engine.rows(
+        "SELECT arrayMap(f -> trimBoth(replaceRegexpAll(f, '^\\s*\"|\"\\s*$', '')), "
+        f"splitByString({quote_str(delimiter)}, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
+        f"'\\r$', ''))) AS fields FROM {lines_expression} LIMIT 1"
+    )
+    if not rows:
+        return False
+    names = {c.name for c in columns}
+    fields = rows[0]["fields"]
+    return bool(fields) and all(f in names for f in fields)
 
 
 def _materialize(engine: Engine, select: str, settings: dict[str, str | int | float]) -> CheckedRows:

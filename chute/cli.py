@@ -132,7 +132,8 @@ def _load(args: argparse.Namespace) -> int:
             )
     if report.rows_rejected:
         rows = "row" if report.rows_rejected == 1 else "rows"
-        print(f"chute: warning: {report.rows_rejected} {rows} rejected; see table {report.table}_rejects", file=sys.stderr)
+        message = f"{report.rows_rejected} {rows} rejected; see table {report.table}_rejects"
+        print(f"chute: warning: {message}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -107,6 +107,26 @@ def test_changed_file_reload_on_the_server(tmp_path: Path, target: str, server_u
     assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "15"
 
 
+def test_bad_rows_go_to_the_rejects_table_on_the_server(tmp_path: Path, server_url: str) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"id": 1}\n{"id": "x"}\n{"id": 3\n{"id": 4}\n')
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt32, _source String, _source_mtime DateTime, _source_row UInt64, _load_id String) "
+        "ENGINE = MergeTree ORDER BY id",
+    )
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.rows_loaded == 2 and report.rows_rejected == 2
+    rows = server_query(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row FORMAT TSV")
+    lines = rows.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["2", "3"]
+    assert "invalid JSON" in lines[1]
+    assert (
+        server_query(server_url, "SELECT groupArray(id) FROM (SELECT id FROM t ORDER BY id) FORMAT TSV").strip()
+        == "[1,4]"
+    )
+
+
 def test_wrong_password_and_unknown_host_are_one_line(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
     (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
     bad = clickhouse_server.url.replace("http://", f"http://{TEST_USER}:not-{TEST_PASSWORD}@")
