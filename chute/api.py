@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from chute.careful import check_delimited, check_json_lines, widened
@@ -440,8 +441,8 @@ class _Loader:
         replace = [u.key for u in batch if u.key in plan.replace]
         if replace and self._has_provenance:
             self.target.delete_sources(self.table, replace)
-            if self.rejects.exists():
-                self.target.delete_sources(self.rejects.name, replace)
+            for key in replace:
+                self.rejects.clear(key)
         by_source = self._fill_provenance
         try:
             counts = self.target.write_batch(
@@ -457,9 +458,10 @@ class _Loader:
             if not exc.terminal:
                 raise
             if len(batch) > 1:
-                # Find the culprit(s): each file alone; the good ones load.
-                for unit in batch:
-                    self._load_batch([unit], plan)
+                # Find the culprit(s): each file alone, `workers` at a time; the good ones load.
+                with ThreadPoolExecutor(min(self.workers, len(batch))) as pool:
+                    for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
+                        future.result()
                 return
             self._after_failure(batch[0], exc, plan)
             return
@@ -510,7 +512,7 @@ class _Loader:
         settings = {**self._format_settings(), "max_threads": self.workers}
         if unit.fmt.format == "JSONEachRow":
             lines = self.source.table_expression(unit, "line String", "LineAsString")
-            checked = check_json_lines(engine, lines, inputs, settings)
+            checked = check_json_lines(engine, lines, inputs, settings, self._format_settings())
         else:
             text_columns = [Column(c.name, "String") for c in inputs]
             delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")

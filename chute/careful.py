@@ -95,17 +95,32 @@ def _default(type_sql: str) -> str:
 
 @dataclass(frozen=True)
 class CheckedRows:
-    """A scratch table with every record of one file: good ones converted."""
+    """Every record of one file in a scratch table `table` (row, raw, reason);
+    good records have an empty reason."""
 
     table: TableName
     total: int
     rejected: int
+    parsed: TableName | None = None
+    """JSON: the good records as the engine's own parser read them (integers wide),
+    with the record number in `__chute_row` and `overflow` for values out of range."""
 
     def good_select(self, columns: list[Column], provenance: dict[str, tuple[str, str]]) -> str:
         """The good rows; `provenance` maps a column to (SQL, type); `row` is the record number."""
-        exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
-        exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
-        return f"SELECT {', '.join(exprs)} FROM {self.table.sql} WHERE reason = ''"
+        if self.parsed is None:
+            exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
+            row, source = "row", f"{self.table.sql} WHERE reason = ''"
+        else:
+            exprs = []
+            for c in columns:
+                name = quote_ident(c.name)
+                exprs.append(f"accurateCast({name}, {quote_str(c.type)}) AS {name}" if widened(c.type) else name)
+            row, source = "__chute_row", f"{self.parsed.sql} WHERE overflow = ''"
+        exprs += [
+            f"CAST({row if name == '_source_row' else expr}, {quote_str(t)}) AS {name}"
+            for name, (expr, t) in provenance.items()
+        ]
+        return f"SELECT {', '.join(exprs)} FROM {source}"
 
     def rejects_select(self, source: str, load_id: str, types: dict[str, str]) -> str:
         return (
@@ -119,6 +134,8 @@ class CheckedRows:
 
     def drop(self, engine: Engine) -> None:
         engine.execute(f"DROP TABLE IF EXISTS {self.table.sql}")
+        if self.parsed is not None:
+            engine.execute(f"DROP TABLE IF EXISTS {self.parsed.sql}")
 
 
 def _multi_if(parts: list[str]) -> str:
@@ -154,34 +171,104 @@ def _bad_conditions(columns: list[Column], texts: list[str], present: list[str])
 
 
 def check_json_lines(
-    engine: Engine, file_expression_lines: str, columns: list[Column], settings: dict[str, str | int | float]
+    engine: Engine,
+    file_expression_lines: str,
+    columns: list[Column],
+    settings: dict[str, str | int | float],
+    format_settings: dict[str, str | int | float],
 ) -> CheckedRows:
-    """Check a JSON-lines file record by record (a line is the unit of recovery)."""
-    names = [c.name for c in columns]
-    texts, present, extract = [], [], []
+    """Check a JSON-lines file; a line is the unit of recovery.
+
+    1. Lines that are not JSON objects are bad (cheap: one validity check).
+    2. The others go, tagged with their record number, through the engine's own
+       JSON parser with per-row error skipping: every line is a whole object, so
+       a bad row cannot swallow its neighbour. Rows the parser skipped are the
+       ones with values that do not fit; only those few get a reason in SQL.
+    """
+    scratch = uuid.uuid4().hex[:12]
+    lines = TableName(None, f"_chute_lines_{scratch}")
+    parsed = TableName(None, f"_chute_parsed_{scratch}")
+    tagged_file = os.path.join(tempfile.gettempdir(), f"chute-lines-{scratch}.jsonl")
+    try:
+        engine.execute(
+            f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
+            "SELECT row, raw, isValidJSON(raw) AND JSONType(raw) = 'Object' AS ok FROM ("
+            "SELECT row_number() OVER (ORDER BY n) AS row, raw FROM ("
+            "SELECT _row_number AS n, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
+            f"'\\r$', '') AS raw FROM {file_expression_lines}) WHERE notEmpty(trimBoth(raw)))",
+            settings=settings,
+            context="reading lines",
+        )
+        # {"a":1} -> {"__chute_row":7,"a":1}: the record number travels with the row.
+        tagged = (
+            "concat('{\"__chute_row\":', toString(row), "
+            "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"
+        )
+        engine.execute(
+            f"INSERT INTO FUNCTION file({quote_str(tagged_file)}, 'LineAsString', 'line String') "
+            f"SELECT {tagged} FROM {lines.sql} WHERE ok ORDER BY row",
+            context="writing the readable lines",
+        )
+        read_as = [f"{quote_ident(c.name)} {widened(c.type) or c.type}" for c in columns]
+        structure = ", ".join([*read_as, "__chute_row UInt64"])
+        overflow = [
+            f"if(isNotNull({quote_ident(c.name)}) AND isNull(accurateCastOrNull({quote_ident(c.name)}, "
+            f"{quote_str(strip_wrappers(c.type)[0])})), "
+            f"concat('column {c.name}: ', toString({quote_ident(c.name)}), "
+            f"{quote_str(' is out of range for ' + strip_wrappers(c.type)[0])}), '')"
+            for c in columns
+            if widened(c.type)
+        ]
+        overflow_sql = (
+            f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(overflow)}]), '; ')" if overflow else "''"
+        )
+        engine.execute(
+            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {overflow_sql} AS overflow "
+            f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)})",
+            settings={
+                **format_settings,
+                "input_format_skip_unknown_fields": 0,
+                "input_format_allow_errors_num": 1_000_000_000_000,
+                "input_format_allow_errors_ratio": 1,
+                "input_format_parallel_parsing": 0,
+                "max_threads": 1,
+            },
+            context="parsing the readable lines",
+        )
+        reasons = _json_reasons(columns)
+        checked = _materialize(
+            engine,
+            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, if(isValidJSON(l.raw), 'not a JSON object', "
+            f"'invalid JSON (or invalid UTF-8)'), p.__chute_row = 0, {reasons}, p.overflow) AS reason "
+            f"FROM {lines.sql} AS l LEFT JOIN (SELECT __chute_row, overflow FROM {parsed.sql}) AS p "
+            "ON l.row = p.__chute_row",
+            {**settings, "join_use_nulls": 0},
+        )
+        return CheckedRows(checked.table, checked.total, checked.rejected, parsed)
+    except BaseException:
+        engine.execute(f"DROP TABLE IF EXISTS {parsed.sql}")
+        raise
+    finally:
+        engine.execute(f"DROP TABLE IF EXISTS {lines.sql}")
+        if os.path.exists(tagged_file):
+            os.remove(tagged_file)
+
+
+def _json_reasons(columns: list[Column]) -> str:
+    """Why the parser refused a valid JSON object: evaluated only for those rows."""
+    names = "[" + ", ".join(quote_str(c.name) for c in columns) + "]"
+    keys = "JSONExtractKeys(l.raw)"
+    parts = [
+        f"notEmpty(arrayFilter(k -> NOT has({names}, k), {keys})), "
+        f"concat('fields not in the table: ', arrayStringConcat(arrayFilter(k -> NOT has({names}, k), {keys}), ', '))"
+    ]
     for c in columns:
         key = quote_str(c.name)
-        texts.append(f"if(JSONType(raw, {key}) = 'String', JSONExtractString(raw, {key}), JSONExtractRaw(raw, {key}))")
-        present.append(f"(JSONHas(raw, {key}) AND JSONType(raw, {key}) != 'Null')")
-        extract.append(f"JSONExtract(raw, {key}, {quote_str(strip_wrappers(c.type)[0])})")
-    known = "[" + ", ".join(quote_str(n) for n in names) + "]"
-    unknown = f"arrayFilter(k -> NOT has({known}, k), JSONExtractKeys(raw))"
-    reasons = [
-        "NOT isValidJSON(raw), 'invalid JSON (or invalid UTF-8)'",
-        "JSONType(raw) != 'Object', 'not a JSON object'",
-        f"notEmpty({unknown}), concat('fields not in the table: ', arrayStringConcat({unknown}, ', '))",
-        *_bad_conditions(columns, texts, present),
-    ]
-    lines = (
-        "SELECT row_number() OVER (ORDER BY n) AS row, raw FROM ("
-        "SELECT _row_number AS n, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), '\\r$', '') AS raw "
-        f"FROM {file_expression_lines}) WHERE notEmpty(trimBoth(raw))"
-    )
-    select = (
-        f"SELECT row, raw, {_multi_if(reasons)} AS reason, "
-        f"{', '.join(_finals(columns, texts, present, extract))} FROM ({lines})"
-    )
-    return _materialize(engine, select, settings)
+        text = f"if(JSONType(l.raw, {key}) = 'String', JSONExtractString(l.raw, {key}), JSONExtractRaw(l.raw, {key}))"
+        present = f"(JSONHas(l.raw, {key}) AND JSONType(l.raw, {key}) != 'Null')"
+        parts += _bad_conditions([c], [text], [present])
+    parts.append("true, 'a value does not fit the table'")
+    return f"multiIf({', '.join(parts)}, '')"
 
 
 def check_delimited(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chute.errors import UsageError
-from chute.sql import TableName, quote_ident
+from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target
 
 REJECT_COLUMNS = ("_source", "_source_row", "raw", "error", "_load_id", "at")
@@ -46,7 +46,11 @@ class Rejects:
 
     def clear(self, source: str) -> None:
         """Forget earlier rejects of a file about to be checked again (no doubles)."""
-        if self.exists():
+        if not self.exists():
+            return
+        # Deletes are costly even when they match nothing; the key makes this look-up cheap.
+        found = self.target.rows(f"SELECT count() AS n FROM {self.name.sql} WHERE _source = {quote_str(source)}")
+        if int(found[0]["n"]):
             self.target.delete_sources(self.name, [source])
 
     def types(self) -> dict[str, str]:
