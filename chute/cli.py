@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,6 +52,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
 
+    b = sub.add_parser("bench", help="time every load method that fits your data and target")
+    b.add_argument("sources", nargs="+", metavar="SOURCE")
+    b.add_argument("--target", help="embedded directory or http(s):// server (scratch tables, dropped afterwards)")
+    b.add_argument("--format")
+    b.add_argument("--compression")
+    b.add_argument("--password-file")
+    b.add_argument("--insecure", action="store_true")
+    b.add_argument("--chart", help="write a chart: .png (needs matplotlib) or .html")
+    b.add_argument("--json", action="store_true")
+
     s = sub.add_parser("status", help="the ledger: state of every loaded file")
     s.add_argument("--table", "-t")
     s.add_argument("--target")
@@ -76,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _load(args)
         if args.command == "status":
             return _status(args)
+        if args.command == "bench":
+            return _bench(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
         sys.stdout.write(query(args.sql, args.target, fmt, args.password_file, args.insecure))
         return EXIT_OK
@@ -150,6 +163,40 @@ def _print_report(report: LoadReport) -> None:
     console.print(table)
     for note in report.notes:
         console.print(f"note: {note}", markup=False)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from chute.bench import HEADERS, bench, render_rows, write_chart
+
+    console = Console(file=sys.stderr)
+    options = LoadOptions(
+        format=args.format, compression=args.compression, password_file=args.password_file, insecure=args.insecure
+    )
+    quiet = args.json or not sys.stderr.isatty()
+    with console.status("benchmarking", spinner="dots") if not quiet else contextlib.nullcontext() as status:
+
+        def say(message: str) -> None:
+            if status is not None:
+                status.update(message)
+            elif not args.json:
+                print(f"chute bench: {message}", file=sys.stderr)
+
+        report = bench(args.sources, args.target, options, progress=say)
+    if args.chart:
+        write_chart(report, args.chart)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return EXIT_OK
+    table = Table(*HEADERS, title=f"{report.rows:,} rows into {report.target}")
+    for row in render_rows(report):
+        table.add_row(*row)
+    Console(soft_wrap=False).print(table)
+    if args.chart:
+        print(f"chart: {args.chart}")
+    return EXIT_OK
 
 
 def _status(args: argparse.Namespace) -> int:
