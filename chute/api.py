@@ -83,6 +83,9 @@ class LoadOptions:
     """Skip TLS certificate checks for https targets (loudly)."""
     connections: int = 2
     """Parallel HTTP connections to a server target."""
+    design: str | None = None
+    """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
+    or the path of a saved proposal (`chute design ... > FILE.sql`)."""
     max_errors: str | None = None
     """Bad rows allowed per file before the whole file fails: a count ("10") or a share ("0.1%").
     Default: no limit; every bad row goes to the `<table>_rejects` table."""
@@ -233,8 +236,39 @@ class _Loader:
             with contextlib.suppress(OSError):
                 os.remove(sample)
 
+    def _designed_ddl(self, plan: _Plan) -> str:
+        """The CREATE TABLE of --design: measured now ("auto") or from a saved file."""
+        from chute.design import load_ddl_file, propose
+
+        assert self.opts.design is not None
+        if self.opts.design != "auto":
+            return load_ddl_file(self.opts.design, table=str(self.table))
+        if not self.target.capabilities.codecs:
+            raise UsageError(
+                f"--design auto proposes column codecs, which server {self.target.capabilities.version_text} "
+                "does not have (19.1+); create the table yourself or drop --design"
+            )
+        expressions = [self.source.table_expression(u, None) for u in plan.load if u.size > 0]
+        if not expressions:
+            raise SourceError("--design auto: every file is empty; nothing to measure")
+        proposal = propose(
+            self.target.engine,
+            expressions,
+            str(self.table),
+            format_settings=self._format_settings(),
+            provenance=self.opts.provenance,
+        )
+        return proposal.ddl
+
     def _create_table(self, plan: _Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
         """Infer the schema from the first readable unit and create the table."""
+        if self.opts.design:
+            ddl = self._designed_ddl(plan)
+            self.target.execute(ddl, context=f"creating table {self.table} (--design)")
+            self.report.ddl = ddl
+            if on_ddl:
+                on_ddl(ddl)
+            return self.target.table_columns(self.table)
         last_error: ChuteError | None = None
         for unit in plan.load:
             if unit.size == 0:

@@ -47,10 +47,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
     p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
     p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
+    p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
+
+    d = sub.add_parser("design", help="propose a table layout, measured on a sample")
+    d.add_argument("sources", nargs="+", metavar="SOURCE")
+    d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
+    d.add_argument("--target", help="embedded directory where the sample is measured (default ./chute.db)")
+    d.add_argument("--sample-rows", type=int, default=300_000)
+    d.add_argument("--format")
+    d.add_argument("--compression")
+    d.add_argument("--delimiter")
+    d.add_argument("--enums", action="store_true", help="allow Enum8 for strings with a few values")
+    d.add_argument("--no-provenance", action="store_true", help="leave the provenance columns out")
+    d.add_argument("--time-budget", type=float, default=60.0, help="seconds to spend measuring (default 60)")
 
     b = sub.add_parser("bench", help="time every load method that fits your data and target")
     b.add_argument("sources", nargs="+", metavar="SOURCE")
@@ -89,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _status(args)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "design":
+            return _design(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
         sys.stdout.write(query(args.sql, args.target, fmt, args.password_file, args.insecure))
         return EXIT_OK
@@ -121,6 +136,7 @@ def _load(args: argparse.Namespace) -> int:
         connections=args.connections,
         max_errors=args.max_errors,
         strict=args.strict,
+        design=args.design,
     )
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
@@ -163,6 +179,25 @@ def _print_report(report: LoadReport) -> None:
     console.print(table)
     for note in report.notes:
         console.print(f"note: {note}", markup=False)
+
+
+def _design(args: argparse.Namespace) -> int:
+    from chute.design import design_sources, render_text
+
+    proposal = design_sources(
+        args.sources,
+        args.table,
+        args.target,
+        args.sample_rows,
+        args.format,
+        args.compression,
+        delimiter=args.delimiter,
+        enums=args.enums,
+        provenance=not args.no_provenance,
+        time_budget_s=args.time_budget,
+    )
+    print(render_text(proposal))
+    return EXIT_OK
 
 
 def _bench(args: argparse.Namespace) -> int:
