@@ -408,7 +408,27 @@ class _Loader:
         }
         return {name: (expr, types[name]) for name, expr in values.items()}
 
-    def _select_sql(self, unit: Unit) -> str:
+    def _selects(self, batch: list[Unit]) -> list[str]:
+        """The SELECTs that read a batch: one per stream the target takes.
+
+        Files of one directory and format are read by a single file() call over
+        their names (as `file('dir/*.json.gz')` would), which the engine
+        schedules better than a UNION ALL of one call per file.
+        """
+        streams = min(self.target.parallel_streams, len(batch))
+        groups = [batch[i::streams] for i in range(streams)]
+        selects: list[str] = []
+        for group in groups:
+            combined = self.source.combined_expression(group, "") if len(group) > 1 else None
+            if combined is None:
+                selects.extend(self._select_sql([u]) for u in group)
+            else:
+                selects.append(self._select_sql(group))
+        return selects
+
+    def _select_sql(self, units: list[Unit]) -> str:
+        """Read `units` (one, or several that one file() call can read) with the table's types."""
+        unit = units[0]
         inputs = self._input_columns()
         read_as = list(inputs)
         exprs = []
@@ -420,10 +440,17 @@ class _Loader:
                 # Text parsers wrap integers that do not fit; read wide, cast exactly.
                 read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
                 exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
+        if len(units) == 1:
+            table_expr = self.source.table_expression(unit, structure(read_as))
+            provenance = self._provenance(unit, self.source.row_number_expression(unit))
+        else:
+            combined = self.source.combined_expression(units, structure(read_as))
+            assert combined is not None
+            table_expr, per_file = combined
+            provenance = self._provenance(unit, self.source.row_number_expression(unit))
+            provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
         # Cast to the table's exact types: an old server may hold String, DateTime.
-        provenance = self._provenance(unit, self.source.row_number_expression(unit))
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
-        table_expr = self.source.table_expression(unit, structure(read_as))
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
     def _insert_columns(self) -> list[str]:
@@ -482,7 +509,7 @@ class _Loader:
             counts = self.target.write_batch(
                 self.table,
                 self._insert_columns(),
-                [self._select_sql(u) for u in batch],
+                self._selects(batch),
                 self._settings(batch),
                 count_by_source=by_source,
                 context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",

@@ -63,10 +63,12 @@ class Ledger:
         )
 
     def _time(self, ns: int) -> str:
-        """A timestamp literal the target's ledger column accepts."""
+        """A plain timestamp literal (UTC): VALUES of literals parse fast, expressions do not."""
+        seconds, rest = divmod(ns, 1_000_000_000)
+        text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
         if self.target.capabilities.datetime64:
-            return f"fromUnixTimestamp64Nano({ns}, 'UTC')"
-        return f"toDateTime({ns // 1_000_000_000}, 'UTC')"
+            text += f".{rest // 1000:06d}"
+        return quote_str(text)
 
     def exists(self) -> bool:
         return self.target.table_columns(self.name) is not None

@@ -39,6 +39,11 @@ class Source(Protocol):
         (and, for the careful pass, another format such as LineAsString)."""
         ...
 
+    def combined_expression(self, units: list[Unit], structure: str) -> tuple[str, dict[str, str]] | None:
+        """One table function call reading all `units`, with SQL for the per-unit
+        provenance values (`_source`, `_source_mtime`); None when not possible."""
+        ...
+
     def unchanged(self, unit: Unit) -> bool:
         """Whether the unit still has the identity it was planned with."""
         ...

@@ -130,6 +130,28 @@ class FileSource:
             args.append(quote_str(fmt.compression))
         return f"file({', '.join(args)})"
 
+    def combined_expression(self, units: list[Unit], structure: str) -> tuple[str, dict[str, str]] | None:
+        """`file('dir/{a,b,c}', ...)` for files of one directory, format and compression."""
+        directory = os.path.dirname(units[0].key)
+        names = [os.path.basename(u.key) for u in units]
+        if (
+            any(os.path.dirname(u.key) != directory or u.fmt != units[0].fmt for u in units)
+            or any(c in _GLOB_CHARS | {",", "}", "]", "\\"} for c in directory + "".join(names))
+            or "'" in directory + "".join(names)
+        ):
+            return None
+        fmt = units[0].fmt
+        args = [quote_str(f"{directory}/{{{','.join(names)}}}"), quote_str(fmt.format), quote_str(structure)]
+        if fmt.compression != "none":
+            args.append(quote_str(fmt.compression))
+        keys = "[" + ", ".join(quote_str(u.key) for u in units) + "]"
+        mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
+        per_unit = {
+            "_source": "_path",
+            "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {keys}, {mtimes}, 0), 'UTC')",
+        }
+        return f"file({', '.join(args)})", per_unit
+
     def unchanged(self, unit: Unit) -> bool:
         try:
             st = os.stat(unit.key)

@@ -37,6 +37,11 @@ class Target(Protocol):
     def capabilities(self) -> Capabilities: ...
 
     @property
+    def parallel_streams(self) -> int:
+        """How many SELECTs a batch is split into (the embedded engine parallelises one itself)."""
+        ...
+
+    @property
     def bytes_sent(self) -> int:
         """Bytes put on the wire so far (0 for the embedded target)."""
         ...

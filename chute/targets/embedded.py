@@ -35,6 +35,10 @@ class EmbeddedTarget:
         return EMBEDDED
 
     @property
+    def parallel_streams(self) -> int:
+        return 1
+
+    @property
     def bytes_sent(self) -> int:
         return 0
 
@@ -72,7 +76,7 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         select = " UNION ALL ".join(selects)
-        with Stage(self, table, context) as stage:
+        with Stage(self, table, context, drop_sync=False) as stage:
             target_table = stage.table if stage.table else table
             result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
             return stage.commit(count_by_source, result.rows_written, before_commit)

@@ -65,6 +65,10 @@ class ServerTarget:
         return self._caps
 
     @property
+    def parallel_streams(self) -> int:
+        return self.connections
+
+    @property
     def bytes_sent(self) -> int:
         return self._sent
 
