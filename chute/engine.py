@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chute.errors import UsageError, translate_engine_error
+from chute.errors import TargetError, UsageError, translate_engine_error
 
 Settings = Mapping[str, "str | int | float"]
 
@@ -57,7 +57,7 @@ class Engine:
 
         self.path = path
         if path != MEMORY:
-            os.makedirs(path, exist_ok=True)
+            _check_writable(path)
         with Engine._lock:
             if Engine._open_path not in (None, path):
                 raise UsageError(
@@ -141,6 +141,18 @@ class Engine:
             Engine._open_path = None
         if _engines.get(self.path) is self:
             del _engines[self.path]
+
+
+def _check_writable(path: str) -> None:
+    """Say plainly why a database directory cannot be used, before the engine tries."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".chute-probe-{os.getpid()}")
+        with open(probe, "w", encoding="utf-8"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise TargetError(f"cannot write to the embedded database {path}: {exc.strerror}") from None
 
 
 _engines: dict[str, Engine] = {}
