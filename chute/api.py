@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from chute.careful import check_delimited, check_json_lines, widened
+from chute.careful import check_delimited, check_json_lines, has_header, widened
 from chute.engine import MEMORY
-from chute.errors import ChuteError, SchemaError, SourceError, UsageError
+from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
 from chute.ledger import Ledger, LedgerEntry
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
@@ -160,6 +160,10 @@ class _Loader:
         self.load_id = uuid.uuid4().hex
         self.ledger = Ledger(target, table)
         self.rejects = Rejects(target, table)
+        self.stageable = False
+        self.sorting_key = ""
+        self.named: set[str] = set()
+        """CSV/TSV files whose first line names the columns."""
         self.columns: list[Column] = []
         self.report = LoadReport(self.load_id, str(table), target.display_name)
 
@@ -182,6 +186,15 @@ class _Loader:
         if existing is None and plan.load:
             existing = self._create_table(plan, on_ddl)
         self.columns = existing or []
+        if existing is not None:
+            meta = self.target.rows(
+                "SELECT * FROM system.tables WHERE database = "
+                f"{quote_str(self.table.database) if self.table.database else 'currentDatabase()'} "
+                f"AND name = {quote_str(self.table.table)}"
+            )
+            self.stageable = bool(meta) and "MergeTree" in meta[0]["engine"]
+            # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
+            self.sorting_key = str(meta[0].get("sorting_key", meta[0].get("create_table_query", ""))) if meta else ""
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
@@ -361,12 +374,23 @@ class _Loader:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
             if unit.fmt.format in SELF_DESCRIBING or self.opts.add_columns:
                 self._check_fields(unit)
+            if unit.fmt.format in ("CSV", "TSV") and self._header_names(unit):
+                self.named.add(unit.key)
         except ChuteError as exc:
             result.state = "failed"
             result.error = str(exc)
             self.ledger.record([unit], "failed", self.load_id, errors={unit.key: str(exc)})
             return False
         return True
+
+    def _header_names(self, unit: Unit) -> bool:
+        """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
+        delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        lines = self.source.table_expression(unit, "line String", "LineAsString")
+        return has_header(self.target.engine, lines, self._input_columns(), delimiter)
+
+    def _format_name(self, unit: Unit) -> str:
+        return unit.fmt.format + ("WithNames" if unit.key in self.named else "")
 
     def _check_fields(self, unit: Unit) -> None:
         """Input fields the table lacks: an error naming them, or new columns."""
@@ -419,11 +443,15 @@ class _Loader:
         groups = [batch[i::streams] for i in range(streams)]
         selects: list[str] = []
         for group in groups:
-            combined = self.source.combined_expression(group, "") if len(group) > 1 else None
-            if combined is None:
-                selects.extend(self._select_sql([u]) for u in group)
-            else:
-                selects.append(self._select_sql(group))
+            by_format: dict[str, list[Unit]] = {}
+            for unit in group:
+                by_format.setdefault(self._format_name(unit), []).append(unit)
+            for fmt_name, units in by_format.items():
+                combined = self.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
+                if combined is None:
+                    selects.extend(self._select_sql([u]) for u in units)
+                else:
+                    selects.append(self._select_sql(units))
         return selects
 
     def _select_sql(self, units: list[Unit]) -> str:
@@ -440,11 +468,12 @@ class _Loader:
                 # Text parsers wrap integers that do not fit; read wide, cast exactly.
                 read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
                 exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
+        fmt_name = self._format_name(unit)
         if len(units) == 1:
-            table_expr = self.source.table_expression(unit, structure(read_as))
+            table_expr = self.source.table_expression(unit, structure(read_as), fmt_name)
             provenance = self._provenance(unit, self.source.row_number_expression(unit))
         else:
-            combined = self.source.combined_expression(units, structure(read_as))
+            combined = self.source.combined_expression(units, structure(read_as), fmt_name)
             assert combined is not None
             table_expr, per_file = combined
             provenance = self._provenance(unit, self.source.row_number_expression(unit))
@@ -469,6 +498,15 @@ class _Loader:
             settings["format_csv_delimiter"] = self.opts.delimiter
         return settings
 
+    def _row_fix(self, batch: list[Unit]) -> bool:
+        """CSV/TSV read with parallel parsing, row numbers mended in the stage table."""
+        return (
+            self._fill_provenance
+            and self.stageable
+            and "_source_row" not in self.sorting_key
+            and all(u.fmt.format in ("CSV", "TSV") and u.key in self.named for u in batch)
+        )
+
     def _serial(self, unit: Unit) -> bool:
         """Row numbers of this unit are right only when one thread reads it."""
         return self._fill_provenance and self.source.needs_serial_read(unit)
@@ -476,10 +514,10 @@ class _Loader:
     def _settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
         threads = 1 if any(self._serial(u) for u in batch) else self.workers
         # Many files already keep every core busy; parallel parsing then only costs.
-        # The engine's _row_number of CSV/TSV with a header is off by one under
-        # parallel parsing, so provenance turns it off for text tables.
-        parallel_parsing = len(batch) < self.workers and not (
-            self._fill_provenance and batch[0].fmt.format in ("CSV", "TSV")
+        # The engine's _row_number of CSV/TSV is off under parallel parsing: on only
+        # where _fix_row_numbers can mend it (a named header, a stage table).
+        parallel_parsing = len(batch) < self.workers and (
+            not (self._fill_provenance and batch[0].fmt.format in ("CSV", "TSV")) or self._row_fix(batch)
         )
         return {
             **self._format_settings(),
@@ -489,13 +527,41 @@ class _Loader:
             "input_format_skip_unknown_fields": 0,
         }
 
-    def _unchanged_check(self, batch: list[Unit]) -> CommitCheck:
-        def check(_counts: dict[str, int]) -> None:
+    def _unchanged_check(self, batch: list[Unit], fix_rows: bool = False) -> CommitCheck:
+        def check(stage: TableName | None, _counts: dict[str, int]) -> None:
             for unit in batch:
                 if not self.source.unchanged(unit):
                     raise SourceError(f"{unit.key}: changed or removed during the load; run again to load it")
+            if fix_rows and stage is not None:
+                for unit in batch:
+                    self._fix_row_numbers(stage, unit)
 
         return check
+
+    def _fix_row_numbers(self, stage: TableName, unit: Unit) -> None:
+        """Undo the engine's off-by-one in CSV/TSV row numbers under parallel parsing.
+
+        With a header line, rows after the first parsed segment come out one too
+        high, leaving a single gap. The gap is found from a sum (one pass, no
+        set), and the rows after it are shifted back in the stage table. Any other
+        shape is refused rather than guessed: the file then goes the careful way.
+        """
+        key = quote_str(unit.key)
+        got = self.target.rows(
+            f"SELECT min(_source_row) AS lo, max(_source_row) AS hi, count() AS n, "
+            f"toString(sum(_source_row)) AS s FROM {stage.sql} WHERE _source = {key}"
+        )[0]
+        lo, hi, n, total = int(got["lo"]), int(got["hi"]), int(got["n"]), int(got["s"])
+        if n == 0 or (lo == 1 and hi == n):
+            return
+        if lo != 1 or hi != n + 1:
+            raise TargetError(f"{unit.key}: row numbers from the engine are not consecutive; loading it carefully")
+        gap = (lo + hi) * (hi - lo + 1) // 2 - total
+        self.target.mutate(
+            stage,
+            f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap}",
+            f"{unit.key}: fixing row numbers",
+        )
 
     def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
         self.ledger.record(batch, "started", self.load_id)
@@ -513,7 +579,7 @@ class _Loader:
                 self._settings(batch),
                 count_by_source=by_source,
                 context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
-                before_commit=self._unchanged_check(batch),
+                before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and len(batch) < self.workers),
             )
         except ChuteError as exc:
             if not exc.terminal:

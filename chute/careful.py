@@ -294,7 +294,7 @@ def check_delimited(
     }
     scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
     names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
-    if _has_header(engine, lines_expression, columns, delimiter):
+    if has_header(engine, lines_expression, columns, delimiter):
         # All-text columns defeat the engine's header detection: say it outright.
         file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
     try:
@@ -336,7 +336,7 @@ def check_delimited(
             os.remove(errors_path)
 
 
-def _has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:
+def has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:
     """Whether the first line holds the column names (a UTF-8 BOM and quotes aside)."""
     rows = engine.rows(
         "SELECT arrayMap(f -> trimBoth(replaceRegexpAll(f, '^\\s*\"|\"\\s*$', '')), "

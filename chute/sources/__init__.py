@@ -39,7 +39,9 @@ class Source(Protocol):
         (and, for the careful pass, another format such as LineAsString)."""
         ...
 
-    def combined_expression(self, units: list[Unit], structure: str) -> tuple[str, dict[str, str]] | None:
+    def combined_expression(
+        self, units: list[Unit], structure: str, fmt_name: str | None = None
+    ) -> tuple[str, dict[str, str]] | None:
         """One table function call reading all `units`, with SQL for the per-unit
         provenance values (`_source`, `_source_mtime`); None when not possible."""
         ...

@@ -130,7 +130,9 @@ class FileSource:
             args.append(quote_str(fmt.compression))
         return f"file({', '.join(args)})"
 
-    def combined_expression(self, units: list[Unit], structure: str) -> tuple[str, dict[str, str]] | None:
+    def combined_expression(
+        self, units: list[Unit], structure: str, fmt_name: str | None = None
+    ) -> tuple[str, dict[str, str]] | None:
         """`file('dir/{a,b,c}', ...)` for files of one directory, format and compression."""
         directory = os.path.dirname(units[0].key)
         names = [os.path.basename(u.key) for u in units]
@@ -141,7 +143,11 @@ class FileSource:
         ):
             return None
         fmt = units[0].fmt
-        args = [quote_str(f"{directory}/{{{','.join(names)}}}"), quote_str(fmt.format), quote_str(structure)]
+        args = [
+            quote_str(f"{directory}/{{{','.join(names)}}}"),
+            quote_str(fmt_name or fmt.format),
+            quote_str(structure),
+        ]
         if fmt.compression != "none":
             args.append(quote_str(fmt.compression))
         keys = "[" + ", ".join(quote_str(u.key) for u in units) + "]"

@@ -60,6 +60,10 @@ class Target(Protocol):
         """Before a load: drop stage tables that a killed run left behind."""
         ...
 
+    def mutate(self, table: TableName, command: str, context: str) -> None:
+        """Run `ALTER TABLE table <command>` (UPDATE/DELETE) and wait until it is done."""
+        ...
+
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
         """Delete the rows whose `_source` is one of `sources`, and wait for it."""
         ...

@@ -57,6 +57,9 @@ class EmbeddedTarget:
     def prepare(self, table: TableName) -> None:
         Stage.drop_stale(self, table)
 
+    def mutate(self, table: TableName, command: str, context: str) -> None:
+        self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
+
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
         keys = ", ".join(quote_str(k) for k in sources)
         self.execute(

@@ -96,14 +96,16 @@ class ServerTarget:
     def prepare(self, table: TableName) -> None:
         Stage.drop_stale(self, table)
 
+    def mutate(self, table: TableName, command: str, context: str) -> None:
+        if self._caps.mutations_sync:
+            self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
+            return
+        self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
+        self._wait_for_mutations(table, context)
+
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
         keys = ", ".join(quote_str(k) for k in sources)
-        context = f"removing earlier rows of {len(sources)} file(s)"
-        if self._caps.mutations_sync:
-            self.execute(f"ALTER TABLE {table.sql} DELETE WHERE _source IN ({keys})", {"mutations_sync": 2}, context)
-            return
-        self.execute(f"ALTER TABLE {table.sql} DELETE WHERE _source IN ({keys})", context=context)
-        self._wait_for_mutations(table, context)
+        self.mutate(table, f"DELETE WHERE _source IN ({keys})", f"removing earlier rows of {len(sources)} file(s)")
 
     def _wait_for_mutations(self, table: TableName, context: str) -> None:
         """Servers before 20.1 run mutations in the background: poll until done."""

@@ -17,8 +17,9 @@ from chute.sql import TableName, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
 
-CommitCheck = Callable[[dict[str, int]], None]
-"""Called with the staged row counts just before they are moved in; raising aborts."""
+CommitCheck = Callable[[TableName | None, dict[str, int]], None]
+"""Called with the stage table (None without one) and its row counts just before
+the rows are moved in: it may check or fix the staged rows; raising aborts."""
 
 
 class _Sql(Protocol):
@@ -65,7 +66,7 @@ class Stage:
         if self.table is None:
             counts = {"": rows_written or 0}
             if before_commit:
-                before_commit(counts)
+                before_commit(None, counts)
             return counts
         if count_by_source:
             counts = {
@@ -75,7 +76,7 @@ class Stage:
         else:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
-            before_commit(counts)
+            before_commit(self.table, counts)
         partitions = self.db.rows(
             "SELECT DISTINCT partition_id FROM system.parts WHERE active "
             f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
