@@ -161,6 +161,7 @@ class _Loader:
         self.ledger = Ledger(target, table)
         self.rejects = Rejects(target, table)
         self.stageable = False
+        self.partitioned = True
         self.sorting_key = ""
         self.named: set[str] = set()
         """CSV/TSV files whose first line names the columns."""
@@ -195,6 +196,8 @@ class _Loader:
             self.stageable = bool(meta) and "MergeTree" in meta[0]["engine"]
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
             self.sorting_key = str(meta[0].get("sorting_key", meta[0].get("create_table_query", ""))) if meta else ""
+            # Mending row numbers is a mutation per part: cheap for one partition only.
+            self.partitioned = not meta or meta[0].get("partition_key", "?") != ""
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
@@ -503,6 +506,7 @@ class _Loader:
         return (
             self._fill_provenance
             and self.stageable
+            and not self.partitioned
             and "_source_row" not in self.sorting_key
             and all(u.fmt.format in ("CSV", "TSV") and u.key in self.named for u in batch)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -89,8 +90,10 @@ def create_table_sql(
 
 
 def _nullable_safe(order_by: str, columns: list[Column]) -> bool:
+    """No Nullable column is named in the ORDER BY (as a whole identifier)."""
     nullable = {c.name for c in columns if c.type.startswith("Nullable(")}
-    return not any(name in order_by for name in nullable)
+    named = {quoted or plain for quoted, plain in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", order_by)}
+    return not (nullable & named)
 
 
 def with_provenance(columns: list[Column]) -> list[Column]:

@@ -251,3 +251,13 @@ def test_report_json_has_the_promised_keys(tmp_path: Path, target: str) -> None:
         assert key in data
     assert data["rows_read"] == data["rows_loaded"] + data["rows_rejected"] == 5
     assert data["table_bytes_on_disk"] > 0
+
+
+def test_nullable_key_detection_matches_whole_names() -> None:
+    from chute.schema import Column, create_table_sql
+    from chute.sql import TableName
+
+    columns = [Column("e", "Nullable(String)"), Column("user_id", "UInt64")]
+    assert "allow_nullable_key" not in create_table_sql(TableName(None, "t"), columns, "(user_id)", None)
+    assert "allow_nullable_key" in create_table_sql(TableName(None, "t"), columns, "(user_id, e)", None)
+    assert "allow_nullable_key" in create_table_sql(TableName(None, "t"), columns, "(`e`)", None)
