@@ -39,3 +39,38 @@ def save_results(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2))
     return path
+
+
+def write_files(
+    out_dir: Path,
+    name: str,
+    files: int,
+    rows: int,
+    engine_format: str,
+    select: Callable[[int, int], str],
+    settings: str,
+    mtime_base: int,
+) -> list[Path]:
+    """Write `files` files (names from `name`, formatted with the file number) of
+    `rows` rows in all; the engine writes them from `select(start, count)`."""
+    import chdb
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    conn = chdb.connect(":memory:")
+    per_file = -(-rows // files)
+    paths = []
+    for i in range(files):
+        start = i * per_file
+        count = max(0, min(per_file, rows - start))
+        path = out_dir / name.format(i)
+        if path.exists():
+            path.unlink()
+        escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
+        conn.query(
+            f"INSERT INTO FUNCTION file('{escaped}', '{engine_format}') {select(start, count)} SETTINGS {settings}"
+        )
+        # A fixed mtime keeps provenance values reproducible across runs.
+        os.utime(path, (mtime_base + i, mtime_base + i))
+        paths.append(path)
+    conn.close()
+    return paths

@@ -10,9 +10,12 @@ engine writes the rows and every value is a pure function of the row number.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import write_files
 
 SPAN_DAYS = 400
 
@@ -190,26 +193,7 @@ def row_sql(start: int, count: int) -> str:
 
 def generate(out_dir: Path, rows: int, files: int = 1) -> list[Path]:
     """Write `files` CSV files (header line, no compression) holding `rows` rows in all."""
-    import chdb
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    conn = chdb.connect(":memory:")
-    per_file = -(-rows // files)
-    paths = []
-    for i in range(files):
-        start = i * per_file
-        count = max(0, min(per_file, rows - start))
-        path = out_dir / f"hits_{i:03d}.csv"
-        if path.exists():
-            path.unlink()
-        escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
-        conn.query(
-            f"INSERT INTO FUNCTION file('{escaped}', 'CSVWithNames') {row_sql(start, count)} SETTINGS max_threads = 1"
-        )
-        os.utime(path, (1704067200 + i, 1704067200 + i))
-        paths.append(path)
-    conn.close()
-    return paths
+    return write_files(out_dir, "hits_{:03d}.csv", files, rows, "CSVWithNames", row_sql, "max_threads = 1", 1704067200)
 
 
 def main(argv: list[str] | None = None) -> int:

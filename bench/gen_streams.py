@@ -7,9 +7,12 @@ a pure function of the row number, so the same arguments give the same bytes.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import write_files
 
 ROW_SQL = """
 SELECT
@@ -37,29 +40,16 @@ FROM (SELECT number AS n FROM numbers({start}, {count}))
 
 def generate(out_dir: Path, rows: int, files: int) -> list[Path]:
     """Write `files` gzip JSON-lines files holding `rows` rows in all."""
-    import chdb
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    conn = chdb.connect(":memory:")
-    per_file = -(-rows // files)
-    paths = []
-    for i in range(files):
-        start = i * per_file
-        count = max(0, min(per_file, rows - start))
-        path = out_dir / f"streams_{i:04d}.json.gz"
-        if path.exists():
-            path.unlink()
-        escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
-        conn.query(
-            f"INSERT INTO FUNCTION file('{escaped}', 'JSONEachRow') "
-            + ROW_SQL.format(start=start, count=count)
-            + " SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_escape_forward_slashes = 0"
-        )
-        # A fixed mtime keeps provenance values reproducible across runs.
-        os.utime(path, (1767225600 + i, 1767225600 + i))
-        paths.append(path)
-    conn.close()
-    return paths
+    return write_files(
+        out_dir,
+        "streams_{:04d}.json.gz",
+        files,
+        rows,
+        "JSONEachRow",
+        lambda start, count: ROW_SQL.format(start=start, count=count),
+        "output_format_json_quote_64bit_integers = 0, output_format_json_escape_forward_slashes = 0",
+        1767225600,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

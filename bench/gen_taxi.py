@@ -9,9 +9,12 @@ the public data set; CSV files carry a header line, as the published ones do.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import write_files
 
 FORMATS = {"csv": ("CSVWithNames", ".csv.gz"), "parquet": ("Parquet", ".parquet")}
 
@@ -57,30 +60,17 @@ FROM
 
 def generate(out_dir: Path, rows: int, files: int, fmt: str = "csv") -> list[Path]:
     """Write `files` files holding `rows` trips in all; `fmt` is csv (gzip) or parquet."""
-    import chdb
-
     engine_format, extension = FORMATS[fmt]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    conn = chdb.connect(":memory:")
-    per_file = -(-rows // files)
-    paths = []
-    for i in range(files):
-        start = i * per_file
-        count = max(0, min(per_file, rows - start))
-        path = out_dir / f"trips_{i:03d}{extension}"
-        if path.exists():
-            path.unlink()
-        escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
-        conn.query(
-            f"INSERT INTO FUNCTION file('{escaped}', '{engine_format}') "
-            + ROW_SQL.format(start=start, count=count)
-            + " SETTINGS max_threads = 1"
-        )
-        # A fixed mtime keeps provenance values reproducible across runs.
-        os.utime(path, (1735689600 + i, 1735689600 + i))
-        paths.append(path)
-    conn.close()
-    return paths
+    return write_files(
+        out_dir,
+        "trips_{:03d}" + extension,
+        files,
+        rows,
+        engine_format,
+        lambda start, count: ROW_SQL.format(start=start, count=count),
+        "max_threads = 1",
+        1735689600,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from chute.engine import Engine
 from chute.sql import TableName, quote_ident, quote_str
+
+RowsQuery = Callable[[str, Any, str], list[dict[str, Any]]]
+"""A target's or engine's `rows(sql, settings, context)`."""
 
 PROVENANCE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_source", "LowCardinality(String)"),
@@ -59,17 +63,22 @@ def describe(
     return [Column(r["name"], r["type"]) for r in rows]
 
 
-def table_columns(engine: Engine, table: TableName) -> list[Column] | None:
-    """The table's columns, or None when the table does not exist."""
+def table_columns(rows: RowsQuery, table: TableName, ordered: bool = True) -> list[Column] | None:
+    """The table's columns, or None when the table does not exist.
+
+    `ordered` sorts by `position`, which servers before 19.x lack (their
+    system.columns lists columns in table order anyway).
+    """
     database = quote_str(table.database) if table.database else "currentDatabase()"
-    rows = engine.rows(
+    found = rows(
         "SELECT name, type, default_kind, default_expression FROM system.columns "
-        f"WHERE database = {database} AND table = {quote_str(table.table)} ORDER BY position",
-        context=f"reading columns of {table}",
+        f"WHERE database = {database} AND table = {quote_str(table.table)}" + (" ORDER BY position" if ordered else ""),
+        None,
+        f"reading columns of {table}",
     )
-    if not rows:
+    if not found:
         return None
-    return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in rows]
+    return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in found]
 
 
 def create_table_sql(

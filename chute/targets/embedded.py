@@ -52,7 +52,7 @@ class EmbeddedTarget:
         return self._engine.text(sql, fmt=fmt, context=context)
 
     def table_columns(self, table: TableName) -> list[Column] | None:
-        return table_columns(self._engine, table)
+        return table_columns(self._engine.rows, table)
 
     def prepare(self, table: TableName) -> None:
         Stage.drop_stale(self, table)

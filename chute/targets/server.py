@@ -19,7 +19,7 @@ from chute.capabilities import Capabilities
 from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
 from chute.errors import ChuteError, TargetError, TransientTargetError
 from chute.nativecompress import NativeCompressor
-from chute.schema import Column
+from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
@@ -83,15 +83,7 @@ class ServerTarget:
         return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)
 
     def table_columns(self, table: TableName) -> list[Column] | None:
-        database = quote_str(table.database) if table.database else "currentDatabase()"
-        rows = self.rows(
-            "SELECT name, type, default_kind, default_expression FROM system.columns "
-            f"WHERE database = {database} AND table = {quote_str(table.table)}",
-            context=f"reading columns of {table}",
-        )
-        if not rows:
-            return None
-        return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in rows]
+        return table_columns(self.rows, table, ordered=self._caps.version >= (19, 0, 0))
 
     def prepare(self, table: TableName) -> None:
         Stage.drop_stale(self, table)
