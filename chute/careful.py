@@ -189,15 +189,28 @@ def check_json_lines(
     parsed = TableName(None, f"_chute_parsed_{scratch}")
     tagged_file = os.path.join(tempfile.gettempdir(), f"chute-lines-{scratch}.jsonl")
     try:
+        # Lines are numbered as the fast path numbers records: blank lines do not count.
+        # Without blank lines (the usual case) that is the line number, with no sort.
         engine.execute(
             f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
-            "SELECT row, raw, isValidJSON(raw) AND JSONType(raw) = 'Object' AS ok FROM ("
-            "SELECT row_number() OVER (ORDER BY n) AS row, raw FROM ("
-            "SELECT _row_number AS n, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
-            f"'\\r$', '') AS raw FROM {file_expression_lines}) WHERE notEmpty(trimBoth(raw)))",
+            "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
+            "empty(trimBoth(raw)) AS blank FROM ("
+            "SELECT _row_number, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
+            f"'\\r$', '') AS raw FROM {file_expression_lines})",
             settings=settings,
             context="reading lines",
         )
+        if int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
+            numbered = TableName(None, f"_chute_numbered_{scratch}")
+            engine.execute(
+                # (aliases here would shadow the columns they are computed from)
+                f"CREATE TABLE {numbered.sql} ENGINE = Memory AS SELECT row, raw, ok, blank FROM ("
+                f"SELECT row_number() OVER (ORDER BY l.row) AS row, l.raw AS raw, l.ok AS ok, false AS blank "
+                f"FROM {lines.sql} AS l WHERE NOT l.blank)",
+                context="numbering records",
+            )
+            engine.execute(f"DROP TABLE {lines.sql}")
+            lines = numbered
         # {"a":1} -> {"__chute_row":7,"a":1}: the record number travels with the row.
         tagged = (
             "concat('{\"__chute_row\":', toString(row), "
@@ -205,7 +218,7 @@ def check_json_lines(
         )
         engine.execute(
             f"INSERT INTO FUNCTION file({quote_str(tagged_file)}, 'LineAsString', 'line String') "
-            f"SELECT {tagged} FROM {lines.sql} WHERE ok ORDER BY row",
+            f"SELECT {tagged} FROM {lines.sql} WHERE ok",
             context="writing the readable lines",
         )
         read_as = [f"{quote_ident(c.name)} {widened(c.type) or c.type}" for c in columns]

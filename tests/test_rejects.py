@@ -207,3 +207,16 @@ def test_no_rejects_table_without_bad_rows(tmp_path: Path, target: str) -> None:
     (tmp_path / "a.jsonl").write_text('{"id": 1, "small": 1, "name": "n"}\n')
     assert chute.load([str(tmp_path)], table="t", target=target).rows_rejected == 0
     assert engine.rows("SELECT count() AS n FROM system.tables WHERE name = 't_rejects'")[0]["n"] == 0
+
+
+def test_blank_lines_do_not_count_as_records(tmp_path: Path, target: str) -> None:
+    engine = _table(target)
+    path = tmp_path / "gaps.jsonl"
+    path.write_text('{"id": 1, "small": 1, "name": "a"}\n\n{"id": "x"}\n   \n{"id": 3, "small": 3, "name": "c"}\n')
+    report = chute.load([str(path)], table="t", target=target)
+    _accounted(report, 3)
+    assert [(r["id"], r["_source_row"]) for r in engine.rows("SELECT id, _source_row FROM t ORDER BY id")] == [
+        (1, 1),
+        (3, 3),
+    ]
+    assert engine.rows("SELECT _source_row FROM t_rejects") == [{"_source_row": 2}]
