@@ -47,6 +47,7 @@ DEFAULT_BATCH_FILES = 64
 # Formats that describe themselves: reading their schema costs no row parsing.
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 
+FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
 UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
 
 # Formats whose bad rows can be told apart from good ones by a careful pass.
@@ -160,6 +161,8 @@ class _Loader:
         self.load_id = uuid.uuid4().hex
         self.ledger = Ledger(target, table)
         self.rejects = Rejects(target, table)
+        self.deferred: list[tuple[Unit, ChuteError]] = []
+        """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
         self.partitioned = True
         self.sorting_key = ""
@@ -360,6 +363,7 @@ class _Loader:
         done_files = 0
         for batch in self._batches(ready):
             self._load_batch(batch, plan)
+            self._run_deferred(plan)
             done_files += len(batch)
             if self.progress:
                 loaded = [plan.results[u.key] for u in ready]
@@ -588,6 +592,12 @@ class _Loader:
         except ChuteError as exc:
             if not exc.terminal:
                 raise
+            culprit = self._culprit(exc, batch)
+            if len(batch) > 1 and culprit is not None:
+                # The engine named the file: it alone takes the slow way; the rest retry together.
+                self.deferred.append((culprit, exc))
+                self._load_batch([u for u in batch if u is not culprit], plan)
+                return
             if len(batch) > 1:
                 # Find the culprit(s): each file alone, `workers` at a time; the good ones load.
                 with ThreadPoolExecutor(min(self.workers, len(batch))) as pool:
@@ -602,6 +612,25 @@ class _Loader:
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+
+    @staticmethod
+    def _culprit(exc: ChuteError, batch: list[Unit]) -> Unit | None:
+        """The unit an engine error names ("in file/uri PATH"), if it is a data error."""
+        if isinstance(exc, SourceError):
+            return None
+        named = FILE_IN_ERROR.search(str(exc))
+        if not named:
+            return None
+        return next((u for u in batch if u.key == named.group(1)), None)
+
+    def _run_deferred(self, plan: _Plan) -> None:
+        """Files set aside by `_culprit`: their careful passes, `workers` at a time."""
+        deferred, self.deferred = self.deferred, []
+        if not deferred:
+            return
+        with ThreadPoolExecutor(min(self.workers, len(deferred))) as pool:
+            for future in [pool.submit(self._after_failure, unit, exc, plan) for unit, exc in deferred]:
+                future.result()
 
     def _fail(self, unit: Unit, message: str, plan: _Plan, rejected: int = 0) -> None:
         result = plan.results[unit.key]
