@@ -39,6 +39,7 @@ from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
 
 ON_CHANGE = ("skip", "reload", "error")
+METHODS = ("auto", "convert", "pass-through")
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
@@ -84,6 +85,10 @@ class LoadOptions:
     """Skip TLS certificate checks for https targets (loudly)."""
     connections: int = 2
     """Parallel HTTP connections to a server target."""
+    method: str = "auto"
+    """How rows reach a server: "convert" (the engine reads, casts and sends Native),
+    "pass-through" (file bytes sent as they are; the server parses; no provenance),
+    or "auto" (pass-through where it applies, else convert)."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""
@@ -121,6 +126,8 @@ def load(
     report (``report.ok`` is false) and leave nothing of themselves behind.
     """
     opts = options or LoadOptions()
+    if opts.method not in METHODS:
+        raise UsageError(f"--method must be one of {', '.join(METHODS)}")
     if opts.on_change not in ON_CHANGE:
         raise UsageError(f"--on-change must be one of {', '.join(ON_CHANGE)}")
     if opts.delimiter is not None and len(opts.delimiter) != 1:
@@ -360,18 +367,26 @@ class _Loader:
                 "found to replace them; they are loaded again"
             )
         ready = [u for u in plan.load if self._precheck(u, plan)]
-        done_files = 0
-        for batch in self._batches(ready):
+        batches = self._batches(ready)
+        # Files passed through go one per request: as many at once as the target takes.
+        streams = self.target.parallel_streams if batches and all(self._pass_through(b) for b in batches) else 1
+        done: list[Unit] = []
+
+        def one(batch: list[Unit]) -> None:
             self._load_batch(batch, plan)
             self._run_deferred(plan)
-            done_files += len(batch)
+            done.extend(batch)
             if self.progress:
-                loaded = [plan.results[u.key] for u in ready]
-                self.progress(
-                    done_files,
-                    sum(r.rows_loaded for r in loaded),
-                    sum(u.size for u in ready[:done_files]),
-                )
+                loaded = [plan.results[u.key] for u in done]
+                self.progress(len(done), sum(r.rows_loaded for r in loaded), sum(u.size for u in done))
+
+        if streams == 1:
+            for batch in batches:
+                one(batch)
+            return
+        with ThreadPoolExecutor(streams) as pool:
+            for future in [pool.submit(one, b) for b in batches]:
+                future.result()
 
     def _precheck(self, unit: Unit, plan: _Plan) -> bool:
         """Per-file checks that need no row parsing; a failure marks the unit failed."""
@@ -579,32 +594,23 @@ class _Loader:
             for key in replace:
                 self.rejects.clear(key)
         by_source = self._fill_provenance
+        pass_through = self._pass_through(batch)
         try:
-            counts = self.target.write_batch(
-                self.table,
-                self._insert_columns(),
-                self._selects(batch),
-                self._settings(batch),
-                count_by_source=by_source,
-                context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
-                before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and len(batch) < self.workers),
-            )
+            if pass_through:
+                counts = self.target.write_raw(
+                    self.table,
+                    self._insert_columns(),
+                    batch[0],
+                    self._format_name(batch[0]),
+                    self._format_settings(),
+                    batch[0].key,
+                    self._unchanged_check(batch),
+                )
+                by_source = False
+            else:
+                counts = self._write_converted(batch, by_source)
         except ChuteError as exc:
-            if not exc.terminal:
-                raise
-            culprit = self._culprit(exc, batch)
-            if len(batch) > 1 and culprit is not None:
-                # The engine named the file: it alone takes the slow way; the rest retry together.
-                self.deferred.append((culprit, exc))
-                self._load_batch([u for u in batch if u is not culprit], plan)
-                return
-            if len(batch) > 1:
-                # Find the culprit(s): each file alone, `workers` at a time; the good ones load.
-                with ThreadPoolExecutor(min(self.workers, len(batch))) as pool:
-                    for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
-                        future.result()
-                return
-            self._after_failure(batch[0], exc, plan)
+            self._after_batch_failure(batch, exc, plan)
             return
         rows = counts if by_source else {batch[0].key: sum(counts.values())}
         for unit in batch:
@@ -612,6 +618,47 @@ class _Loader:
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+
+    def _pass_through(self, batch: list[Unit]) -> bool:
+        """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
+        if self.opts.method == "convert" or len(batch) != 1:
+            return False
+        possible = not self._fill_provenance and self.target.accepts_raw(batch[0].fmt)
+        if self.opts.method == "pass-through" and not possible:
+            raise UsageError(
+                f"{batch[0].key}: --method pass-through needs a server that parses {batch[0].fmt.format} "
+                f"({batch[0].fmt.compression}) itself and no provenance columns (--no-provenance)"
+            )
+        return possible
+
+    def _write_converted(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        return self.target.write_batch(
+            self.table,
+            self._insert_columns(),
+            self._selects(batch),
+            self._settings(batch),
+            count_by_source=by_source,
+            context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+            before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and len(batch) < self.workers),
+        )
+
+    def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:
+        """A batch that did not load: transient errors go up, else isolate and retry."""
+        if not exc.terminal:
+            raise exc
+        culprit = self._culprit(exc, batch)
+        if len(batch) > 1 and culprit is not None:
+            # The engine named the file: it alone takes the slow way; the rest retry together.
+            self.deferred.append((culprit, exc))
+            self._load_batch([u for u in batch if u is not culprit], plan)
+            return
+        if len(batch) > 1:
+            # Find the culprit(s): each file alone, `workers` at a time; the good ones load.
+            with ThreadPoolExecutor(min(self.workers, len(batch))) as pool:
+                for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
+                    future.result()
+            return
+        self._after_failure(batch[0], exc, plan)
 
     @staticmethod
     def _culprit(exc: ChuteError, batch: list[Unit]) -> Unit | None:

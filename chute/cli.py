@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
     p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
     p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
+    p.add_argument(
+        "--method",
+        choices=("auto", "convert", "pass-through"),
+        default="auto",
+        help="server targets: convert to Native in the engine, or send files as they are (no provenance)",
+    )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
@@ -137,6 +143,7 @@ def _load(args: argparse.Namespace) -> int:
         max_errors=args.max_errors,
         strict=args.strict,
         design=args.design,
+        method=args.method,
     )
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:

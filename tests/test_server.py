@@ -299,3 +299,28 @@ def test_server_killed_and_restarted_mid_load(tmp_path: Path) -> None:
             assert _checksum(url) == expected, f"trial {trial}"
     finally:
         server.remove()
+
+
+def test_pass_through_without_provenance(tmp_path: Path, target: str, server_url: str) -> None:
+    engine = open_engine(target)
+    for i in range(4):
+        write_with_engine(
+            engine,
+            tmp_path / f"p{i}.json.gz",
+            "JSONEachRow",
+            f"SELECT number AS id, toString(number) AS s FROM numbers({i * 1000}, 1000)",
+            "gzip",
+        )
+    bad = tmp_path / "q_bad.jsonl"
+    bad.write_text('{"id": 9000, "s": "ok"}\n{"id": "oops", "s": "bad"}\n')
+    opts = chute.LoadOptions(provenance=False, method="pass-through")
+    report = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
+    sizes = sum(p.stat().st_size for p in tmp_path.glob("*.json*"))
+    # The files travelled as they are (the careful pass re-sends the bad one as Native).
+    assert report.bytes_sent >= sizes - bad.stat().st_size
+    assert report.rows_loaded == 4001 and report.rows_rejected == 1
+    assert server_query(server_url, "SELECT count(), uniqExact(id) FROM raw FORMAT TSV").split() == ["4001", "4001"]
+    with pytest.raises(chute.UsageError, match="pass-through"):
+        chute.load([str(tmp_path)], table="prov", target=server_url, options=chute.LoadOptions(method="pass-through"))
+    again = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
+    assert again.rows_loaded == 0

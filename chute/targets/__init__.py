@@ -13,7 +13,9 @@ from typing import Any, Protocol
 from chute.capabilities import Capabilities
 from chute.engine import Engine, Settings, StatementResult
 from chute.errors import UsageError
+from chute.formats import FileFormat
 from chute.schema import Column
+from chute.sources import Unit
 from chute.sql import TableName
 from chute.targets.staging import CommitCheck
 
@@ -80,6 +82,23 @@ class Target(Protocol):
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false)."""
+        ...
+
+    def accepts_raw(self, fmt: FileFormat) -> bool:
+        """Whether `write_raw` can send files of this format as they are."""
+        ...
+
+    def write_raw(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        unit: Unit,
+        format_name: str,
+        settings: Settings,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        """Send one file's bytes for the server to parse (all-or-nothing); rows under ""."""
         ...
 
     def table_stats(self, table: TableName) -> tuple[int, int]:

@@ -12,7 +12,10 @@ from typing import Any
 
 from chute.capabilities import EMBEDDED, Capabilities
 from chute.engine import Engine, Settings, StatementResult, open_engine
+from chute.errors import UsageError
+from chute.formats import FileFormat
 from chute.schema import Column, table_columns
+from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import CommitCheck, Stage
 
@@ -83,6 +86,21 @@ class EmbeddedTarget:
             target_table = stage.table if stage.table else table
             result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
             return stage.commit(count_by_source, result.rows_written, before_commit)
+
+    def accepts_raw(self, fmt: FileFormat) -> bool:
+        return False  # the engine reads files itself: there is nothing to pass through
+
+    def write_raw(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        unit: Unit,
+        format_name: str,
+        settings: Settings,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        raise UsageError("pass-through is for server targets; the embedded engine reads files itself")
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)

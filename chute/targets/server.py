@@ -18,11 +18,18 @@ from typing import Any
 from chute.capabilities import Capabilities
 from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
 from chute.errors import ChuteError, TargetError, TransientTargetError
+from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
 from chute.schema import Column, table_columns
+from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
+
+# Formats a server of any version parses from a raw HTTP body (the pass-through method).
+PASS_THROUGH_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Native"})
+# Reading settings that mean the same on the server (18.16 knows these).
+SERVER_FORMAT_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
 
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
@@ -178,6 +185,50 @@ class ServerTarget:
             raise
         except Exception as exc:  # an engine failure inside the HTTP body
             raise TargetError(f"{context}: {exc}") from exc
+
+    def accepts_raw(self, fmt: FileFormat) -> bool:
+        # Every version parses these from HTTP bodies, gzip-encoded or plain.
+        return fmt.format in PASS_THROUGH_FORMATS and fmt.compression in ("gzip", "none")
+
+    def write_raw(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        unit: Unit,
+        format_name: str,
+        settings: Settings,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        """POST the file as it is into a stage table; the server parses it."""
+        column_list = ", ".join(quote_ident(c) for c in columns)
+        server_settings = {k: v for k, v in settings.items() if k in SERVER_FORMAT_SETTINGS}
+        server_settings["input_format_skip_unknown_fields"] = 0
+        encoding = "gzip" if unit.fmt.compression == "gzip" else None
+        for attempt in range(RETRIES + 1):
+            try:
+                with Stage(self, table, context, drop_sync=False) as stage:
+                    into = stage.table or table
+                    self.client.insert(
+                        f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
+                        self._file_body(unit.key),
+                        settings=server_settings,
+                        context=context,
+                        content_encoding=encoding,
+                    )
+                    return stage.commit(False, before_commit=before_commit)
+            except TransientTargetError:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(BACKOFF_SECONDS * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _file_body(self, path: str) -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                with self._sent_lock:
+                    self._sent += len(chunk)
+                yield chunk
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)
