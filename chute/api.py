@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 
 from chute.careful import check_delimited, check_json_lines, has_header, widened
 from chute.engine import MEMORY
-from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
+from chute.errors import (
+    ChuteError,
+    CommitUncertain,
+    SchemaError,
+    SourceError,
+    TargetError,
+    TransientTargetError,
+    UsageError,
+)
 from chute.ledger import Ledger, LedgerEntry
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
@@ -40,6 +48,7 @@ from chute.targets.staging import CommitCheck
 
 ON_CHANGE = ("skip", "reload", "error")
 METHODS = ("auto", "convert", "pass-through")
+REPAIR_ATTEMPTS = 5
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
@@ -596,28 +605,51 @@ class _Loader:
         by_source = self._fill_provenance
         pass_through = self._pass_through(batch)
         try:
-            if pass_through:
-                counts = self.target.write_raw(
-                    self.table,
-                    self._insert_columns(),
-                    batch[0],
-                    self._format_name(batch[0]),
-                    self._format_settings(),
-                    batch[0].key,
-                    self._unchanged_check(batch),
-                )
-                by_source = False
-            else:
-                counts = self._write_converted(batch, by_source)
+            counts = self._write_with_repair(batch, pass_through, by_source)
         except ChuteError as exc:
             self._after_batch_failure(batch, exc, plan)
             return
+        if pass_through:
+            by_source = False
         rows = counts if by_source else {batch[0].key: sum(counts.values())}
         for unit in batch:
             result = plan.results[unit.key]
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+
+    def _write_with_repair(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
+        """Write a batch; if the target failed while moving rows in, remove what may
+        have got in (by `_source`) and write again, as a re-run would."""
+        for attempt in range(REPAIR_ATTEMPTS):
+            try:
+                return self._write(batch, pass_through, by_source)
+            except CommitUncertain:
+                if not self._has_provenance or attempt == REPAIR_ATTEMPTS - 1:
+                    raise
+            keys = [u.key for u in batch]
+            for wait in range(REPAIR_ATTEMPTS):
+                time.sleep(0.5 * 2**wait)
+                try:
+                    self.target.delete_sources(self.table, keys)
+                    break
+                except TransientTargetError:
+                    if wait == REPAIR_ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")
+
+    def _write(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
+        if pass_through:
+            return self.target.write_raw(
+                self.table,
+                self._insert_columns(),
+                batch[0],
+                self._format_name(batch[0]),
+                self._format_settings(),
+                batch[0].key,
+                self._unchanged_check(batch),
+            )
+        return self._write_converted(batch, by_source)
 
     def _pass_through(self, batch: list[Unit]) -> bool:
         """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""

@@ -6,6 +6,7 @@
     ├── SchemaError             input and table do not fit together (terminal)
     ├── TargetError             the target refused or failed (code kept)
     │   └── TransientTargetError  worth retrying (memory, too many parts, I/O)
+    │       └── CommitUncertain     failed while moving rows in: repair, then retry
     └── LoadFailed              some units failed; the report says which
 
 Errors of the engine are translated at the boundary (``engine.py``) so users
@@ -18,6 +19,7 @@ import re
 
 __all__ = [
     "ChuteError",
+    "CommitUncertain",
     "LoadFailed",
     "SchemaError",
     "SourceError",
@@ -63,6 +65,11 @@ class TransientTargetError(TargetError):
     """A target error that may pass on a retry."""
 
     terminal = False
+
+
+class CommitUncertain(TransientTargetError):
+    """The connection failed while rows were being moved into the table: some may
+    be in. Retrying blindly could double them; the caller must repair first."""
 
 
 class LoadFailed(ChuteError):

@@ -283,7 +283,7 @@ def test_server_killed_and_restarted_mid_load(tmp_path: Path) -> None:
         server.query("DROP DATABASE r")
         server.query("CREATE DATABASE r")
         rng = random.Random(7)
-        for trial in range(3):
+        for trial in range(5):
             server.query("DROP TABLE IF EXISTS r.t")
             server.query("DROP TABLE IF EXISTS r._chute_ledger")
             proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -324,3 +324,28 @@ def test_pass_through_without_provenance(tmp_path: Path, target: str, server_url
         chute.load([str(tmp_path)], table="prov", target=server_url, options=chute.LoadOptions(method="pass-through"))
     again = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
     assert again.rows_loaded == 0
+
+
+def test_failure_while_moving_rows_in_is_repaired_not_doubled(tmp_path: Path, server_url: str) -> None:
+    """A connection lost during ATTACH (the commit) must not lead to a blind retry."""
+    from chute.errors import CommitUncertain
+    from chute.targets import staging
+
+    (tmp_path / "a.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(100)))
+    real_commit = staging.Stage.commit
+    calls = {"n": 0}
+
+    def flaky_commit(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        counts = real_commit(self, *args, **kwargs)  # the rows are in ...
+        calls["n"] += 1
+        if calls["n"] == 1 and self.target.table == "t":
+            raise CommitUncertain("connection reset while attaching")  # ... but the answer was lost
+        return counts
+
+    staging.Stage.commit = flaky_commit  # type: ignore[method-assign]
+    try:
+        report = chute.load([str(tmp_path)], table="t", target=server_url)
+    finally:
+        staging.Stage.commit = real_commit  # type: ignore[method-assign]
+    assert report.ok and report.rows_loaded == 100
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "100"

@@ -17,7 +17,7 @@ from typing import Any
 
 from chute.capabilities import Capabilities
 from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
-from chute.errors import ChuteError, TargetError, TransientTargetError
+from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError
 from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
 from chute.schema import Column, table_columns
@@ -135,6 +135,8 @@ class ServerTarget:
         for attempt in range(RETRIES + 1):
             try:
                 return self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
+            except CommitUncertain:
+                raise
             except TransientTargetError:
                 if attempt == RETRIES:
                     raise
@@ -217,6 +219,8 @@ class ServerTarget:
                         content_encoding=encoding,
                     )
                     return stage.commit(False, before_commit=before_commit)
+            except CommitUncertain:
+                raise
             except TransientTargetError:
                 if attempt == RETRIES:
                     raise

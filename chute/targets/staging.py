@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from chute.engine import Settings, StatementResult
+from chute.errors import CommitUncertain, TransientTargetError
 from chute.sql import TableName, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
@@ -81,12 +82,16 @@ class Stage:
             "SELECT DISTINCT partition_id FROM system.parts WHERE active "
             f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
         )
-        for part in partitions:
-            self.db.execute(
-                f"ALTER TABLE {self.target.sql} ATTACH PARTITION ID {quote_str(part['partition_id'])} "
-                f"FROM {self.table.sql}",
-                context=self.context,
-            )
+        try:
+            for part in partitions:
+                self.db.execute(
+                    f"ALTER TABLE {self.target.sql} ATTACH PARTITION ID {quote_str(part['partition_id'])} "
+                    f"FROM {self.table.sql}",
+                    context=self.context,
+                )
+        except TransientTargetError as exc:
+            # Some partitions may be in already: a blind retry could add them twice.
+            raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
         return counts
 
     @staticmethod
