@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,6 +34,24 @@ SERVER_FORMAT_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimi
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
 MUTATION_TIMEOUT_SECONDS = 600
+
+
+def _with_retries(write: Callable[[], dict[str, int]]) -> dict[str, int]:
+    """Run a staged write again after transient failures, with backoff.
+
+    Safe because each attempt has its own stage table; not after CommitUncertain,
+    when rows may already be in: the caller repairs first.
+    """
+    for attempt in range(RETRIES + 1):
+        try:
+            return write()
+        except CommitUncertain:
+            raise
+        except TransientTargetError:
+            if attempt == RETRIES:
+                raise
+            time.sleep(BACKOFF_SECONDS * 2**attempt)
+    raise AssertionError("unreachable")
 
 
 class ServerTarget:
@@ -132,16 +150,9 @@ class ServerTarget:
         before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole."""
-        for attempt in range(RETRIES + 1):
-            try:
-                return self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
-            except CommitUncertain:
-                raise
-            except TransientTargetError:
-                if attempt == RETRIES:
-                    raise
-                time.sleep(BACKOFF_SECONDS * 2**attempt)
-        raise AssertionError("unreachable")
+        return _with_retries(
+            lambda: self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
+        )
 
     def _write_once(
         self,
@@ -207,25 +218,20 @@ class ServerTarget:
         server_settings = {k: v for k, v in settings.items() if k in SERVER_FORMAT_SETTINGS}
         server_settings["input_format_skip_unknown_fields"] = 0
         encoding = "gzip" if unit.fmt.compression == "gzip" else None
-        for attempt in range(RETRIES + 1):
-            try:
-                with Stage(self, table, context, drop_sync=False) as stage:
-                    into = stage.table or table
-                    self.client.insert(
-                        f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
-                        self._file_body(unit.key),
-                        settings=server_settings,
-                        context=context,
-                        content_encoding=encoding,
-                    )
-                    return stage.commit(False, before_commit=before_commit)
-            except CommitUncertain:
-                raise
-            except TransientTargetError:
-                if attempt == RETRIES:
-                    raise
-                time.sleep(BACKOFF_SECONDS * 2**attempt)
-        raise AssertionError("unreachable")
+
+        def once() -> dict[str, int]:
+            with Stage(self, table, context, drop_sync=False) as stage:
+                into = stage.table or table
+                self.client.insert(
+                    f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
+                    self._file_body(unit.key),
+                    settings=server_settings,
+                    context=context,
+                    content_encoding=encoding,
+                )
+                return stage.commit(False, before_commit=before_commit)
+
+        return _with_retries(once)
 
     def _file_body(self, path: str) -> Iterator[bytes]:
         with open(path, "rb") as fh:
