@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -74,3 +76,26 @@ def write_files(
         paths.append(path)
     conn.close()
     return paths
+
+
+def generator_main(
+    doc: str | None,
+    generate: Callable[..., list[Path]],
+    rows: int,
+    files: int,
+    argv: list[str] | None,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """The command line every data generator shares: OUT_DIR --rows --files [extra]."""
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--rows", type=int, default=rows)
+    parser.add_argument("--files", type=int, default=files)
+    if extra:
+        extra(parser)
+    args = vars(parser.parse_args(argv))
+    out_dir, n_rows, n_files = args.pop("out_dir"), args.pop("rows"), args.pop("files")
+    paths = generate(out_dir, n_rows, n_files, **args)
+    total = sum(p.stat().st_size for p in paths)
+    print(f"wrote {len(paths)} files, {n_rows} rows, {total / 1e6:.1f} MB to {out_dir}", file=sys.stderr)
+    return 0

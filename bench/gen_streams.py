@@ -6,13 +6,12 @@ a pure function of the row number, so the same arguments give the same bytes.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import write_files
+from bench.common import generator_main, write_files
 
 ROW_SQL = """
 SELECT
@@ -53,15 +52,7 @@ def generate(out_dir: Path, rows: int, files: int) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--files", type=int, default=20)
-    args = parser.parse_args(argv)
-    paths = generate(args.out_dir, args.rows, args.files)
-    total = sum(p.stat().st_size for p in paths)
-    print(f"wrote {len(paths)} files, {args.rows} rows, {total / 1e6:.1f} MB to {args.out_dir}", file=sys.stderr)
-    return 0
+    return generator_main(__doc__, generate, 1_000_000, 20, argv)
 
 
 if __name__ == "__main__":

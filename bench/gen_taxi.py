@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import write_files
+from bench.common import generator_main, write_files
 
 FORMATS = {"csv": ("CSVWithNames", ".csv.gz"), "parquet": ("Parquet", ".parquet")}
 
@@ -74,16 +74,10 @@ def generate(out_dir: Path, rows: int, files: int, fmt: str = "csv") -> list[Pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--format", choices=sorted(FORMATS), default="csv")
-    args = parser.parse_args(argv)
-    paths = generate(args.out_dir, args.rows, args.files, args.format)
-    total = sum(p.stat().st_size for p in paths)
-    print(f"wrote {len(paths)} files, {args.rows} rows, {total / 1e6:.1f} MB to {args.out_dir}", file=sys.stderr)
-    return 0
+    def fmt(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--format", dest="fmt", choices=sorted(FORMATS), default="csv")
+
+    return generator_main(__doc__, generate, 2_000_000, 4, argv, fmt)
 
 
 if __name__ == "__main__":

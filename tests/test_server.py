@@ -198,6 +198,24 @@ def _make_files(directory: Path, files: int, rows: int) -> None:
     subprocess.run([sys.executable, "-c", code, str(directory)], check=True, cwd=Path(__file__).parent.parent)
 
 
+def _load_command(data: Path, url: str) -> list[str]:
+    """`chute load` in small batches (many commit points for a kill to land between)."""
+    return [
+        sys.executable,
+        "-m",
+        "chute.cli",
+        "load",
+        str(data),
+        "-t",
+        "t",
+        "--target",
+        url,
+        "--batch-mb",
+        "1",
+        "--quiet",
+    ]
+
+
 def _checksum(url: str) -> tuple[str, ...]:
     sql = "SELECT count(), sum(cityHash64(id, s, _source, _source_row, _source_mtime)) FROM t FORMAT TSV"
     try:
@@ -217,20 +235,7 @@ def test_sigkill_of_chute_then_rerun_gives_the_same_table(tmp_path: Path, clickh
         return f"{base}/{name}"
 
     def cmd(url: str) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "chute.cli",
-            "load",
-            str(data),
-            "-t",
-            "t",
-            "--target",
-            url,
-            "--batch-mb",
-            "1",
-            "--quiet",
-        ]
+        return _load_command(data, url)
 
     suffix = str(int(time.time() * 1000))[-8:]
     clean = fresh(f"clean_{suffix}")
@@ -262,20 +267,7 @@ def test_server_killed_and_restarted_mid_load(tmp_path: Path) -> None:
     try:
         server.query("CREATE DATABASE r")
         url = f"{server.url}/r"
-        cmd = [
-            sys.executable,
-            "-m",
-            "chute.cli",
-            "load",
-            str(data),
-            "-t",
-            "t",
-            "--target",
-            url,
-            "--batch-mb",
-            "1",
-            "--quiet",
-        ]
+        cmd = _load_command(data, url)
         t0 = time.monotonic()
         subprocess.run(cmd, check=True)
         full = time.monotonic() - t0
