@@ -96,6 +96,14 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
     )
+
+    tq = sub.add_parser("time-queries", help="time every .sql file in a directory, from the engine's query log")
+    tq.add_argument("directory", metavar="DIR_OF_SQL", help="one query per .sql file, run in name order")
+    tq.add_argument("--target")
+    tq.add_argument("--tries", type=int, default=3, help="measured runs per query, after one warm-up (default 3)")
+    tq.add_argument("--password-file")
+    tq.add_argument("--insecure", action="store_true")
+    tq.add_argument("--json", action="store_true", help="print one JSON object as the report")
     return parser
 
 
@@ -110,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "design":
             return _design(args)
+        if args.command == "time-queries":
+            return _time_queries(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
         sys.stdout.write(query(args.sql, args.target, fmt, args.password_file, args.insecure))
         return EXIT_OK
@@ -239,6 +249,64 @@ def _bench(args: argparse.Namespace) -> int:
     if args.chart:
         print(f"chart: {args.chart}")
     return EXIT_OK
+
+
+def _time_queries(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from chute.report import human_bytes
+    from chute.timing import time_queries
+
+    console = Console(file=sys.stderr)
+    quiet = args.json or not sys.stderr.isatty()
+    with console.status("timing queries", spinner="dots") if not quiet else contextlib.nullcontext() as progress:
+        report = time_queries(
+            args.directory,
+            args.target,
+            args.tries,
+            args.password_file,
+            args.insecure,
+            progress=progress.update if progress is not None else None,
+        )
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        digits = 3 if report.resolution_s >= 1e-3 else 6
+
+        def seconds(value: float | None) -> str:
+            return "" if value is None else f"{value:.{digits}f}"
+
+        table = Table(
+            "query",
+            "state",
+            "min s",
+            "median s",
+            "max s",
+            "rows read",
+            "peak memory",
+            title=f"{report.tries} tries after {report.warmup} warm-up, from {report.source} of {report.target}",
+        )
+        for q in report.queries:
+            table.add_row(
+                q.name,
+                q.state,
+                seconds(q.min_s),
+                seconds(q.median_s),
+                seconds(q.max_s),
+                "" if q.read_rows is None else f"{q.read_rows:,}",
+                "" if q.memory_bytes is None else human_bytes(q.memory_bytes),
+            )
+        table.add_row("total", "", "", seconds(report.total_median_s), "", "", "", style="bold")
+        Console(soft_wrap=False).print(table)
+        if report.failed:
+            print(f"total: sum of medians of the queries that ran; {report.failed} failed, not counted")
+        step = "millisecond" if report.resolution_s >= 1e-3 else "microsecond"
+        print(f"runs tagged /* chute-time-queries:{report.run_id}:... */ in the log; times to the {step}")
+    for q in report.queries:
+        if q.state == "failed":
+            print(f"chute: error: {q.error}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _status(args: argparse.Namespace) -> int:
