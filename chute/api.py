@@ -185,6 +185,8 @@ class _Loader:
         self.named: set[str] = set()
         """CSV/TSV files whose first line names the columns."""
         self.columns: list[Column] = []
+        self.provenance_as_data = False
+        """Input files carry columns named like provenance (a chute export): read them as data."""
         self.report = LoadReport(self.load_id, str(table), target.display_name)
 
     # -- planning -----------------------------------------------------------
@@ -206,6 +208,10 @@ class _Loader:
         if existing is None and plan.load:
             existing = self._create_table(plan, on_ddl)
         self.columns = existing or []
+        if plan.load and not self.opts.provenance:
+            declared = self.source.declared_columns(plan.load[0])
+            if declared and {c.name for c in declared} >= PROVENANCE_NAMES:
+                self.provenance_as_data = True
         if existing is not None:
             meta = self.target.rows(
                 "SELECT * FROM system.tables WHERE database = "
@@ -250,6 +256,9 @@ class _Loader:
 
     def _infer(self, unit: Unit) -> list[Column]:
         """The unit's columns; for JSON lines with broken lines, from its valid lines."""
+        declared = self.source.declared_columns(unit)
+        if declared is not None:
+            return declared
         context = f"{unit.key}: cannot infer the schema"
         expression = self.source.table_expression(unit, None)
         try:
@@ -318,6 +327,8 @@ class _Loader:
                 raise SchemaError(
                     f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance"
                 )
+            # An export of a table with provenance: with --no-provenance those columns are data.
+            self.provenance_as_data = bool(clash)
             if self.opts.provenance:
                 columns = with_provenance(columns)
             caps = self.target.capabilities
@@ -345,6 +356,8 @@ class _Loader:
         return self._has_provenance and self.opts.provenance
 
     def _input_columns(self) -> list[Column]:
+        if self.provenance_as_data and not self.opts.provenance:
+            return [c for c in self.columns if c.insertable]
         return [c for c in self.columns if c.insertable and c.name not in PROVENANCE_NAMES]
 
     def _batches(self, units: list[Unit]) -> list[list[Unit]]:

@@ -59,6 +59,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
 
+    e = sub.add_parser("export", help="write a table or query to files, one per partition, in parallel")
+    e.add_argument("source", metavar="TABLE_OR_QUERY", help="db.table, or a SELECT")
+    e.add_argument("dest", metavar="DEST", help="a local directory (created; re-runs skip finished partitions)")
+    e.add_argument("--format", default="native", help="native (default), parquet, csv, tsv, jsonl")
+    e.add_argument("--compression", default="zstd", help="zstd (default), lz4, gzip, none")
+    e.add_argument("--partition-by", help="SQL expression: one file per value (e.g. toYYYYMM(ts))")
+    e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
+    e.add_argument("--workers", type=int, help="partitions written at once (default: all cores)")
+    e.add_argument("--target")
+    e.add_argument("--password-file")
+    e.add_argument("--insecure", action="store_true")
+    e.add_argument("--json", action="store_true", help="print one JSON object as the report")
+    e.add_argument("--quiet", "-q", action="store_true")
+
     d = sub.add_parser("design", help="propose a table layout, measured on a sample")
     d.add_argument("sources", nargs="+", metavar="SOURCE")
     d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
@@ -118,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "design":
             return _design(args)
+        if args.command == "export":
+            return _export(args)
         if args.command == "time-queries":
             return _time_queries(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
@@ -196,6 +212,57 @@ def _print_report(report: LoadReport) -> None:
     console.print(table)
     for note in report.notes:
         console.print(f"note: {note}", markup=False)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from chute.export import ExportOptions, export
+    from chute.report import human_bytes
+
+    options = ExportOptions(
+        format=args.format,
+        compression=args.compression,
+        partition_by=args.partition_by,
+        max_file_bytes=parse_size(args.max_file_size) if args.max_file_size else None,
+        workers=args.workers,
+        password_file=args.password_file,
+        insecure=args.insecure,
+    )
+    show = not args.quiet and not args.json and sys.stderr.isatty()
+
+    def say(partitions: int, rows: int, written: int) -> None:
+        if show:
+            print(
+                f"\rchute export: {partitions} partitions, {rows:,} rows, {human_bytes(written)}",
+                end="",
+                file=sys.stderr,
+            )
+
+    report = export(args.source, args.dest, args.target, options, progress=say)
+    if show:
+        print(file=sys.stderr)
+    if args.json:
+        print(report.to_json())
+    elif not args.quiet:
+        skipped = f", {report.partitions_skipped} already written (skipped)" if report.partitions_skipped else ""
+        rate = f"{report.rows_written / report.seconds:,.0f} rows/s" if report.seconds > 0 else ""
+        print(
+            f"exported {report.rows_written:,} rows to {len(report.files)} files in {report.dest} "
+            f"({human_bytes(report.bytes_written)}, {report.seconds:.2f} s, {rate}); "
+            f"{report.partitions_written} of {report.partitions_total} partitions written{skipped}"
+        )
+        print(f"manifest: {report.manifest}")
+    return EXIT_OK
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '256MB', '1GB', '1.5G', '1000' (binary multiples, as ClickHouse prints them)."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not match:
+        raise UsageError(f"invalid size {text!r}: use e.g. 256MB or 1GB")
+    factor = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2)]
+    return int(float(match.group(1)) * factor)
 
 
 def _design(args: argparse.Namespace) -> int:

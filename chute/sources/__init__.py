@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from chute.formats import FileFormat
+from chute.schema import Column
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ class Source(Protocol):
     ) -> tuple[str, dict[str, str]] | None:
         """One table function call reading all `units`, with SQL for the per-unit
         provenance values (`_source`, `_source_mtime`); None when not possible."""
+        ...
+
+    def declared_columns(self, unit: Unit) -> list[Column] | None:
+        """Exact column types the source states for `unit` (a `chute export`
+        manifest), so nothing needs inferring; None when it states none."""
         ...
 
     def unchanged(self, unit: Unit) -> bool:

@@ -8,6 +8,7 @@ import stat
 
 from chute.errors import SourceError, UsageError
 from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
+from chute.schema import Column
 from chute.sources import Unit
 from chute.sql import quote_str
 
@@ -77,6 +78,7 @@ class FileSource:
         self.exclude = [os.path.abspath(p) + os.sep for p in exclude or []]
         self.format_override = format_override
         self.compression_override = compression_override
+        self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
 
     def _paths(self) -> list[str]:
         paths: list[str] = []
@@ -120,6 +122,15 @@ class FileSource:
             fmt = detect(path, self.format_override, self.compression_override)
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
         return units
+
+    def declared_columns(self, unit: Unit) -> list[Column] | None:
+        from chute.export import manifest_columns
+
+        directory = os.path.dirname(unit.key)
+        if directory not in self._manifests:
+            self._manifests[directory] = manifest_columns(directory)
+        found = self._manifests[directory]
+        return found[0] if found else None
 
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         fmt: FileFormat = unit.fmt
