@@ -1,0 +1,106 @@
+"""Smoke tests of the real source servers in tests/extservers.py: start, one real operation, stop.
+
+Each is skipped, with what to install, when scripts/install-source-servers has not
+installed its server on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, KafkaBroker, MariaDBServer, PostgresServer, S3Server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def postgres() -> Iterator[PostgresServer]:
+    if not PostgresServer.available():
+        pytest.skip(str(PostgresServer.missing()))
+    server = PostgresServer.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+@pytest.fixture()
+def mariadb() -> Iterator[MariaDBServer]:
+    if not MariaDBServer.available():
+        pytest.skip(str(MariaDBServer.missing()))
+    server = MariaDBServer.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+@pytest.fixture()
+def s3() -> Iterator[S3Server]:
+    if not S3Server.available():
+        pytest.skip(str(S3Server.missing()))
+    server = S3Server.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+@pytest.fixture()
+def kafka() -> Iterator[KafkaBroker]:
+    if not KafkaBroker.available():
+        pytest.skip(str(KafkaBroker.missing()))
+    broker = KafkaBroker.create()
+    try:
+        yield broker.start()
+    finally:
+        broker.remove()
+
+
+def test_postgres_table_reads_through_the_engine(postgres: PostgresServer, engine) -> None:  # type: ignore[no-untyped-def]
+    postgres.sql(
+        "CREATE TABLE items (id integer PRIMARY KEY, name text, price numeric(10, 2));"
+        "INSERT INTO items SELECT g, 'item ' || g, g * 1.5 FROM generate_series(1, 500) g;"
+    )
+    assert postgres.sql("SELECT count(*) FROM items").strip() == "500"
+    source = f"postgresql('{postgres.address}', '{TEST_DATABASE}', 'items', '{TEST_USER}', '{TEST_PASSWORD}')"
+    assert engine.rows(f"SELECT count() AS n, sum(id) AS s, max(name) AS m FROM {source}") == [
+        {"n": 500, "s": 125250, "m": "item 99"}
+    ]
+
+
+def test_mariadb_table_reads_through_the_engine(mariadb: MariaDBServer, engine) -> None:  # type: ignore[no-untyped-def]
+    mariadb.sql(
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40), at DATETIME);"
+        "INSERT INTO items SELECT seq, CONCAT('item ', seq), '2024-01-02 03:04:05' FROM seq_1_to_500;"
+    )
+    assert mariadb.sql("SELECT COUNT(*) FROM items").strip() == "500"
+    source = f"mysql('{mariadb.address}', '{TEST_DATABASE}', 'items', '{TEST_USER}', '{TEST_PASSWORD}')"
+    assert engine.rows(f"SELECT count() AS n, sum(id) AS s, max(at) AS t FROM {source}") == [
+        {"n": 500, "s": 125250, "t": "2024-01-02 03:04:05"}
+    ]
+
+
+def test_s3_lists_ranges_and_reads_through_the_engine(s3: S3Server, engine) -> None:  # type: ignore[no-untyped-def]
+    etags = {}
+    for i in range(300):
+        etags[f"in/part-{i:03d}.csv"] = s3.put_object(f"in/part-{i:03d}.csv", f"{i},name {i}\n".encode())
+    s3.put_object("other/skip.csv", b"0,skip\n")
+    assert s3.list_keys("in/", page_size=100) == sorted(etags)
+    assert s3.get_object("in/part-042.csv", byte_range="bytes=3-6") == b"name"
+    assert all(tag.startswith('"') for tag in etags.values())
+
+    source = f"s3('{s3.url('in/*.csv')}', '{s3.access_key}', '{s3.secret_key}', 'CSV', 'id UInt32, name String')"
+    rows = engine.rows(f"SELECT count() AS n, sum(id) AS s, uniqExact(_etag) AS e FROM {source}")
+    assert rows == [{"n": 300, "s": 44850, "e": 300}]
+
+
+def test_kafka_produces_and_consumes(kafka: KafkaBroker) -> None:
+    kafka.create_topic("events", partitions=2)
+    messages = [json.dumps({"id": i, "name": f"event {i}"}) for i in range(100)]
+    kafka.produce("events", [f"{i}|{m}" for i, m in enumerate(messages)], key_separator="|")
+    got = kafka.consume("events", max_messages=100, group="smoke")
+    assert sorted(got, key=lambda m: json.loads(m)["id"]) == messages
