@@ -15,13 +15,17 @@ from chute.errors import (
     TransientTargetError,
     UsageError,
 )
+from chute.export import ExportOptions, ExportReport, export
 from chute.inspect import query, status
 from chute.report import FileResult, LoadReport
+from chute.timing import TimingReport, time_queries
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ChuteError",
+    "ExportOptions",
+    "ExportReport",
     "FileResult",
     "LoadFailed",
     "LoadOptions",
@@ -29,10 +33,13 @@ __all__ = [
     "SchemaError",
     "SourceError",
     "TargetError",
+    "TimingReport",
     "TransientTargetError",
     "UsageError",
     "__version__",
+    "export",
     "load",
     "query",
     "status",
+    "time_queries",
 ]
