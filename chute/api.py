@@ -60,8 +60,22 @@ SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
 UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
 
+ROW_FIX_BLOCK = 8192
+"""Rows per parsed block for CSV/TSV with a header under parallel parsing (see `_row_number`)."""
+PARSE_SEGMENT_BYTES = 10 * 2**20
+"""The engine's min_chunk_bytes_for_parallel_parsing: the size of its first parsed segment."""
+
 # Formats whose bad rows can be told apart from good ones by a careful pass.
 CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
+
+
+def default_memory_limit() -> int:
+    """A quarter of the machine's memory, at most 1 GiB: loads share machines."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 * 2**30
+    return max(256 * 2**20, min(total // 4, 2**30))
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,20 @@ class LoadOptions:
     Default: no limit; every bad row goes to the `<table>_rejects` table."""
     strict: bool = False
     """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
+    memory_limit: int = field(default_factory=lambda: default_memory_limit())
+    """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
+
+
+class RowNumbersOff(TargetError):
+    """Row numbers from a parallel parse that cannot be mended: read the file again by one thread."""
+
+
+def _sum(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def _sum_squares(n: int) -> int:
+    return n * (n + 1) * (2 * n + 1) // 6
 
 
 @dataclass
@@ -180,7 +208,12 @@ class _Loader:
         self.deferred: list[tuple[Unit, ChuteError]] = []
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
-        self.partitioned = True
+        self.line_bytes: dict[str, float] = {}
+        """Average line length of CSV/TSV files with a header (sizes the first parsed block)."""
+        self.serial_parse: set[str] = set()
+        """Files whose row numbers came out wrong under parallel parsing: read by one thread."""
+        self.partition_key = ""
+        """The table's PARTITION BY: rows are grouped by it before they are written."""
         self.sorting_key = ""
         self.named: set[str] = set()
         """CSV/TSV files whose first line names the columns."""
@@ -221,8 +254,8 @@ class _Loader:
             self.stageable = bool(meta) and "MergeTree" in meta[0]["engine"]
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
             self.sorting_key = str(meta[0].get("sorting_key", meta[0].get("create_table_query", ""))) if meta else ""
-            # Mending row numbers is a mutation per part: cheap for one partition only.
-            self.partitioned = not meta or meta[0].get("partition_key", "?") != ""
+            # Old servers do not say; their inserts have no partition limit either.
+            self.partition_key = str(meta[0].get("partition_key", "")) if meta else ""
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
@@ -431,7 +464,13 @@ class _Loader:
         """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
         delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         lines = self.source.table_expression(unit, "line String", "LineAsString")
-        return has_header(self.target.engine, lines, self._input_columns(), delimiter)
+        named = has_header(self.target.engine, lines, self._input_columns(), delimiter)
+        if named:
+            sample = self.target.engine.rows(
+                f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
+            )
+            self.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
+        return named
 
     def _format_name(self, unit: Unit) -> str:
         return unit.fmt.format + ("WithNames" if unit.key in self.named else "")
@@ -477,6 +516,9 @@ class _Loader:
         return {name: (expr, types[name]) for name, expr in values.items()}
 
     def _selects(self, batch: list[Unit]) -> list[str]:
+        return self._selects_for(batch, self._parallel_parsing(batch), self._first_block(batch))
+
+    def _selects_for(self, batch: list[Unit], parallel: bool, block: int = ROW_FIX_BLOCK) -> list[str]:
         """The SELECTs that read a batch: one per stream the target takes.
 
         Files of one directory and format are read by a single file() call over
@@ -493,12 +535,12 @@ class _Loader:
             for fmt_name, units in by_format.items():
                 combined = self.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
                 if combined is None:
-                    selects.extend(self._select_sql([u]) for u in units)
+                    selects.extend(self._select_sql([u], parallel, block) for u in units)
                 else:
-                    selects.append(self._select_sql(units))
+                    selects.append(self._select_sql(units, parallel, block))
         return selects
 
-    def _select_sql(self, units: list[Unit]) -> str:
+    def _select_sql(self, units: list[Unit], parallel: bool = False, block: int = ROW_FIX_BLOCK) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types."""
         unit = units[0]
         inputs = self._input_columns()
@@ -515,12 +557,12 @@ class _Loader:
         fmt_name = self._format_name(unit)
         if len(units) == 1:
             table_expr = self.source.table_expression(unit, structure(read_as), fmt_name)
-            provenance = self._provenance(unit, self.source.row_number_expression(unit))
+            provenance = self._provenance(unit, self._row_number(unit, parallel, block))
         else:
             combined = self.source.combined_expression(units, structure(read_as), fmt_name)
             assert combined is not None
             table_expr, per_file = combined
-            provenance = self._provenance(unit, self.source.row_number_expression(unit))
+            provenance = self._provenance(unit, self._row_number(unit, parallel, block))
             provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
         # Cast to the table's exact types: an old server may hold String, DateTime.
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
@@ -543,14 +585,35 @@ class _Loader:
         return settings
 
     def _row_fix(self, batch: list[Unit]) -> bool:
-        """CSV/TSV read with parallel parsing, row numbers mended in the stage table."""
+        """CSV/TSV that may be parsed in parallel: row numbers checked (and if need
+        be mended) in the stage table before the rows move in."""
         return (
             self._fill_provenance
             and self.stageable
-            and not self.partitioned
             and "_source_row" not in self.sorting_key
-            and all(u.fmt.format in ("CSV", "TSV") and u.key in self.named for u in batch)
+            and all(u.fmt.format in ("CSV", "TSV") for u in batch)
         )
+
+    def _parallel_parsing(self, batch: list[Unit]) -> bool:
+        # Many files already keep every core busy; parallel parsing then only costs.
+        if len(batch) >= self.workers or any(u.key in self.serial_parse for u in batch):
+            return False
+        # The engine's _row_number of CSV/TSV with a header is off under parallel
+        # parsing: on only where the stage check can catch and mend it.
+        return not (self._fill_provenance and batch[0].fmt.format in ("CSV", "TSV")) or self._row_fix(batch)
+
+    def _row_number(self, unit: Unit, parallel: bool, block: int = ROW_FIX_BLOCK) -> str:
+        """SQL for the row's number in its file.
+
+        Parsing a CSV/TSV file with a header in parallel, the engine numbers the
+        rows of the file's first block from 0 and later rows from 1 (the header
+        line counts there). With blocks of `block` rows the first block holds
+        block - 1 rows (the header takes a slot), so each row can be numbered
+        right as it is read; the stage check verifies it.
+        """
+        if parallel and unit.key in self.named and self._fill_provenance:
+            return f"_row_number + if(_row_number < {block - 1}, 1, 0)"
+        return self.source.row_number_expression(unit)
 
     def _serial(self, unit: Unit) -> bool:
         """Row numbers of this unit are right only when one thread reads it."""
@@ -558,19 +621,23 @@ class _Loader:
 
     def _settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
         threads = 1 if any(self._serial(u) for u in batch) else self.workers
-        # Many files already keep every core busy; parallel parsing then only costs.
-        # The engine's _row_number of CSV/TSV is off under parallel parsing: on only
-        # where _fix_row_numbers can mend it (a named header, a stage table).
-        parallel_parsing = len(batch) < self.workers and (
-            not (self._fill_provenance and batch[0].fmt.format in ("CSV", "TSV")) or self._row_fix(batch)
-        )
-        return {
+        parallel_parsing = self._parallel_parsing(batch)
+        settings: dict[str, str | int | float] = {
             **self._format_settings(),
             "max_threads": threads,
             "max_insert_threads": threads,
             "input_format_parallel_parsing": int(parallel_parsing),
             "input_format_skip_unknown_fields": 0,
         }
+        if parallel_parsing and any(u.key in self.named for u in batch) and self._fill_provenance:
+            settings["max_block_size"] = self._first_block(batch)
+        return settings
+
+    def _first_block(self, batch: list[Unit]) -> int:
+        """Rows per parsed block, small enough that a file's first block ends
+        inside the parser's first segment (10 MiB), half of it to be safe."""
+        widest = max((self.line_bytes.get(u.key, 1.0) for u in batch), default=1.0)
+        return max(64, min(ROW_FIX_BLOCK, int(PARSE_SEGMENT_BYTES / widest / 2)))
 
     def _unchanged_check(self, batch: list[Unit], fix_rows: bool = False) -> CommitCheck:
         def check(stage: TableName | None, _counts: dict[str, int]) -> None:
@@ -584,29 +651,34 @@ class _Loader:
         return check
 
     def _fix_row_numbers(self, stage: TableName, unit: Unit) -> None:
-        """Undo the engine's off-by-one in CSV/TSV row numbers under parallel parsing.
+        """Check a CSV/TSV file's row numbers in the stage table, and mend them.
 
-        With a header line, rows after the first parsed segment come out one too
-        high, leaving a single gap. The gap is found from a sum (one pass, no
-        set), and the rows after it are shifted back in the stage table. Any other
-        shape is refused rather than guessed: the file then goes the careful way.
+        They must be exactly 1..n: checked by min, max, count, sum and sum of
+        squares (one pass, no set). A single gap (the engine's off-by-one after
+        the first block, when it was not numbered right as read) is closed by
+        shifting the rows after it; any other shape raises RowNumbersOff, and
+        the batch is read again by one thread.
         """
         key = quote_str(unit.key)
         got = self.target.rows(
             f"SELECT min(_source_row) AS lo, max(_source_row) AS hi, count() AS n, "
-            f"toString(sum(_source_row)) AS s FROM {stage.sql} WHERE _source = {key}"
+            f"toString(sum(_source_row)) AS s, toString(sum(_source_row * _source_row)) AS q "
+            f"FROM {stage.sql} WHERE _source = {key}"
         )[0]
-        lo, hi, n, total = int(got["lo"]), int(got["hi"]), int(got["n"]), int(got["s"])
-        if n == 0 or (lo == 1 and hi == n):
+        lo, hi, n = int(got["lo"]), int(got["hi"]), int(got["n"])
+        # The squares are summed in UInt64 on every server version: compare modulo 2**64.
+        total, squares = int(got["s"]), int(got["q"])
+        if n == 0 or (lo, hi, total, squares) == (1, n, _sum(n), _sum_squares(n) % 2**64):
             return
-        if lo != 1 or hi != n + 1:
-            raise TargetError(f"{unit.key}: row numbers from the engine are not consecutive; loading it carefully")
-        gap = (lo + hi) * (hi - lo + 1) // 2 - total
-        self.target.mutate(
-            stage,
-            f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap}",
-            f"{unit.key}: fixing row numbers",
-        )
+        gap = _sum(n + 1) - total
+        if lo == 1 and hi == n + 1 and 1 <= gap <= n and squares == (_sum_squares(n + 1) - gap * gap) % 2**64:
+            self.target.mutate(
+                stage,
+                f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap}",
+                f"{unit.key}: fixing row numbers",
+            )
+            return
+        raise RowNumbersOff(f"{unit.key}: row numbers from the parallel parser are not 1..{n}")
 
     def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
         self.ledger.record(batch, "started", self.load_id)
@@ -676,15 +748,43 @@ class _Loader:
             )
         return possible
 
+    def _grouped(self, selects: list[str], settings: dict[str, str | int | float]) -> list[str]:
+        """Rows in partition order, so each insert block touches few partitions.
+
+        Unsorted input (events out of time order into a table partitioned by day)
+        would otherwise give every block a part in hundreds of partitions: the
+        insert fails past `max_partitions_per_insert_block`, or leaves thousands
+        of small parts to merge. Sorted, a partition gets one part (two where an
+        insert block ends inside it). The sort spills to local disk past half the
+        memory budget, so memory stays bounded whatever the file's size.
+        """
+        if not self.partition_key:
+            return selects
+        settings["max_partitions_per_insert_block"] = 0
+        settings["max_bytes_before_external_sort"] = self.opts.memory_limit // 2
+        settings["max_bytes_ratio_before_external_sort"] = 0
+        return [f"SELECT * FROM ({select}) ORDER BY {self.partition_key}" for select in selects]
+
     def _write_converted(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        try:
+            return self._write_converted_once(batch, by_source)
+        except RowNumbersOff:
+            if any(u.key in self.serial_parse for u in batch):
+                raise
+            self.serial_parse.update(u.key for u in batch)
+            return self._write_converted_once(batch, by_source)
+
+    def _write_converted_once(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        settings = self._settings(batch)
+        selects = self._grouped(self._selects(batch), settings)
         return self.target.write_batch(
             self.table,
             self._insert_columns(),
-            self._selects(batch),
-            self._settings(batch),
+            selects,
+            settings,
             count_by_source=by_source,
             context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
-            before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and len(batch) < self.workers),
+            before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch)),
         )
 
     def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:

@@ -1,0 +1,216 @@
+"""Issue 7 goals: unsorted rows into a day-partitioned table (P4), and big
+inputs with bounded memory (P5).
+
+P4, same run: a wide hits-like CSV (100 columns, EventTime unsorted over 400
+days, `gen_hits.py`) into
+  - a table partitioned by day, by the bare engine: fails with
+    TOO_MANY_PARTS (252), which the bench shows;
+  - an unpartitioned table, by the bare engine: the baseline;
+  - the same day-partitioned table (with provenance columns), by chute.
+Target: chute <= 1.3x the baseline, and active parts right after the load
+<= 2 x partitions.
+
+P5: a ~5 GB CSV and the same rows as Parquet with large row groups, each
+loaded by `chute load` in a child process whose peak RSS is read by
+`/usr/bin/time -v` (target <= 1 GB).
+
+    python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import chute
+from bench import gen_hits
+from bench.common import DATA_DIR, median, print_table, save_results
+from chute.engine import open_engine
+from chute.errors import ChuteError
+from chute.schema import PROVENANCE_COLUMNS
+from chute.sql import quote_ident, quote_str
+
+PARTITION = "toYYYYMMDD(EventTime)"
+
+
+def hits_csv(rows: int) -> Path:
+    directory = DATA_DIR / f"hits_{rows}_1"
+    if not directory.exists() or len(list(directory.glob("*.csv"))) != 1:
+        shutil.rmtree(directory, ignore_errors=True)
+        gen_hits.generate(directory, rows, 1)
+    return next(directory.glob("*.csv"))
+
+
+def hits_parquet(rows: int, row_group: int) -> Path:
+    directory = DATA_DIR / f"hits_parquet_{rows}_{row_group}"
+    path = directory / "hits.parquet"
+    if not path.exists():
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        import chdb
+
+        conn = chdb.connect(":memory:")
+        conn.query(
+            f"INSERT INTO FUNCTION file({quote_str(str(path))}, 'Parquet') {gen_hits.row_sql(0, rows)} "
+            f"SETTINGS output_format_parquet_row_group_size = {row_group}, "
+            "output_format_parquet_row_group_size_bytes = 4294967296"
+        )
+        conn.close()
+    return path
+
+
+def peak_rss(command: list[str]) -> tuple[float, int, str]:
+    """(seconds, peak RSS bytes, stderr) of a child process, RSS as `time -v` reports it."""
+    t0 = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"{command}: exit {done.returncode}: {done.stderr[-2000:]}")
+    match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    assert match, done.stderr
+    return seconds, int(match.group(1)) * 1024, done.stderr
+
+
+def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
+    csv = hits_csv(rows)
+    db = str(work / "p4db")
+    engine = open_engine(db)
+    data_columns = ", ".join(f"{quote_ident(n)} {t}" for n, t in gen_hits.column_types())
+    prov_columns = ", ".join(f"{quote_ident(name)} {type_}" for name, type_ in PROVENANCE_COLUMNS)
+    source = f"file({quote_str(str(csv))}, 'CSVWithNames')"
+
+    def fresh(name: str, partitioned: bool, provenance: bool) -> None:
+        engine.execute(f"DROP TABLE IF EXISTS {name} SYNC")
+        columns = data_columns + (", " + prov_columns if provenance else "")
+        partition = f" PARTITION BY {PARTITION}" if partitioned else ""
+        engine.execute(f"CREATE TABLE {name} ({columns}) ENGINE = MergeTree{partition} ORDER BY tuple()")
+
+    fresh("bare_day", True, False)
+    try:
+        engine.execute(f"INSERT INTO bare_day SELECT * FROM {source}")
+        plain_error = "no error (the engine took it)"
+    except ChuteError as exc:
+        plain_error = str(exc)[:160]
+    print(f"bare engine INSERT into the day-partitioned table: {plain_error}")
+
+    def bare() -> None:
+        fresh("bare_flat", False, False)
+        engine.execute(f"INSERT INTO bare_flat SELECT * FROM {source}")
+
+    def chute_day() -> None:
+        fresh("chute_day", True, True)
+        engine.execute("DROP TABLE IF EXISTS _chute_ledger SYNC")
+        report = chute.load([str(csv)], "chute_day", target=db)
+        assert report.ok and report.rows_loaded == rows, report.files
+
+    times: dict[str, list[float]] = {"bare engine, unpartitioned": [], "chute, partitioned by day": []}
+    parts: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, fn, table in (
+            ("bare engine, unpartitioned", bare, "bare_flat"),
+            ("chute, partitioned by day", chute_day, "chute_day"),
+        ):
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+            got = engine.rows(
+                f"SELECT count() AS n, uniqExact(partition) AS p FROM system.parts "
+                f"WHERE database = currentDatabase() AND table = {quote_str(table)} AND active"
+            )[0]
+            parts[name] = int(got["n"])
+            parts[name + " partitions"] = int(got["p"])
+    hashed = ", ".join(quote_ident(n) for n, _ in gen_hits.column_types())
+    same = [
+        engine.rows(f"SELECT count() AS n, sum(cityHash64({hashed})) AS h FROM {t}") for t in ("bare_flat", "chute_day")
+    ]
+    assert same[0] == same[1], same
+    size = csv.stat().st_size
+    print(f"\nP4: {rows:,} rows, {size / 2**20:.0f} MiB CSV, median of {repeat}")
+    print_table(
+        ["method", "seconds", "rows/s", "active parts", "partitions", "runs"],
+        [
+            [
+                name,
+                f"{median(t):.3f}",
+                f"{rows / median(t):,.0f}",
+                str(parts[name]),
+                str(parts[name + " partitions"]),
+                " ".join(f"{x:.2f}" for x in t),
+            ]
+            for name, t in times.items()
+        ],
+    )
+    ratio = median(times["chute, partitioned by day"]) / median(times["bare engine, unpartitioned"])
+    partitions = parts["chute, partitioned by day partitions"]
+    active = parts["chute, partitioned by day"]
+    print(f"P4: chute into the day-partitioned table / bare engine unpartitioned = {ratio:.3f} (target <= 1.3)")
+    print(f"    active parts right after the load: {active} for {partitions} partitions (target <= {2 * partitions})")
+    engine.close()
+    return {
+        "rows": rows,
+        "times": times,
+        "ratio": ratio,
+        "parts": active,
+        "partitions": partitions,
+        "plain": plain_error,
+    }
+
+
+def p5(gigabytes: float, work: Path) -> dict[str, object]:
+    row_bytes = 700  # a hits-like CSV row, measured
+    rows = int(gigabytes * 1e9 / row_bytes)
+    csv = hits_csv(rows)
+    parquet = hits_parquet(rows, 1_000_000)
+    results: dict[str, object] = {"rows": rows}
+    table_rows = []
+    for label, path, extra in (
+        ("CSV", csv, []),
+        ("CSV into a day-partitioned table", csv, ["--partition-by", PARTITION]),
+        ("Parquet, 1 M-row row groups", parquet, []),
+    ):
+        db = work / f"p5_{len(table_rows)}"
+        command = [sys.executable, "-m", "chute.cli", "load", str(path), "--table", "t", "--target", str(db)]
+        seconds, rss, _ = peak_rss([*command, *extra, "--quiet"])
+        size = path.stat().st_size
+        table_rows.append(
+            [label, f"{size / 2**30:.2f} GiB", f"{seconds:.1f}", f"{rows / seconds:,.0f}", f"{rss / 2**20:,.0f} MiB"]
+        )
+        results[label] = {"bytes": size, "seconds": seconds, "peak_rss": rss}
+        shutil.rmtree(db, ignore_errors=True)
+    print(f"\nP5: {rows:,} rows; peak RSS of the whole `chute load` process from /usr/bin/time -v")
+    print_table(["input", "size", "seconds", "rows/s", "peak RSS"], table_rows)
+    worst = max(int(v["peak_rss"]) for k, v in results.items() if isinstance(v, dict))
+    print(f"P5: largest peak RSS {worst / 2**20:,.0f} MiB (target <= 1024 MiB)")
+    results["worst_peak_rss"] = worst
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the P4 CSV")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--p5-gb", type=float, default=5.0, help="size of the P5 CSV in GB")
+    parser.add_argument("--skip-p5", action="store_true")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="chute-bench-big-"))
+    print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
+    results: dict[str, object] = {"p4": p4(args.rows, args.repeat, work)}
+    if not args.skip_p5:
+        results["p5"] = p5(args.p5_gb, work)
+    path = save_results("big", results)
+    print(f"results: {path}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,132 @@
+"""Unsorted rows into partitioned tables, and CSV row numbers under parallel parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.engine import open_engine
+from chute.errors import TransientTargetError
+
+from .conftest import write_with_engine
+
+# Events out of time order over 400 days: a block of them spans every day.
+UNSORTED = (
+    "SELECT number + 1 AS id, toDateTime('2025-01-01 00:00:00', 'UTC') + (cityHash64(number) % (400 * 86400)) AS ts, "
+    "concat('user', toString(number % 1000)) AS who, number % 97 AS n FROM numbers({rows})"
+)
+CHECK = "SELECT count() AS rows, sum(cityHash64(id, ts, who, n, _source, _source_row)) AS h FROM {table}"
+
+
+def _parts(engine, table: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    got = engine.rows(
+        "SELECT count() AS parts, uniqExact(partition) AS partitions FROM system.parts "
+        f"WHERE database = currentDatabase() AND table = '{table}' AND active"
+    )[0]
+    return int(got["parts"]), int(got["partitions"])
+
+
+@pytest.mark.parametrize("ext,fmt", [("csv", "CSVWithNames"), ("json", "JSONEachRow"), ("parquet", "Parquet")])
+def test_unsorted_rows_into_a_day_partitioned_table(tmp_path: Path, target: str, ext: str, fmt: str) -> None:
+    engine = open_engine(target)
+    rows = 120_000
+    path = write_with_engine(engine, tmp_path / f"events.{ext}", fmt, UNSORTED.format(rows=rows))
+
+    # The engine alone refuses: one block would make a part in each of ~400 partitions.
+    engine.execute(
+        "CREATE TABLE plain_day (id UInt64, ts DateTime('UTC'), who String, n UInt8) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY tuple()"
+    )
+    with pytest.raises(TransientTargetError, match=r"TOO_MANY_PARTS"):
+        engine.execute(f"INSERT INTO plain_day SELECT * FROM file('{path}', '{fmt}')")
+
+    day = chute.load([str(path)], "by_day", target=target, options=chute.LoadOptions(partition_by="toYYYYMMDD(ts)"))
+    assert day.ok and day.rows_loaded == rows
+    parts, partitions = _parts(engine, "by_day")
+    assert partitions >= 365 and parts <= 2 * partitions
+    flat = chute.load([str(path)], "flat", target=target)
+    assert flat.ok
+    assert engine.rows(CHECK.format(table="by_day")) == engine.rows(CHECK.format(table="flat"))
+    # Row numbers follow the file: the generator's id is the line number.
+    assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM by_day")[0]["bad"] in (0, "0")
+
+
+def test_partition_aware_load_into_an_existing_table_keeps_every_row(tmp_path: Path, target: str) -> None:
+    engine = open_engine(target)
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        write_with_engine(
+            engine,
+            data / f"part{i}.json.gz",
+            "JSONEachRow",
+            UNSORTED.format(rows=20_000).replace("numbers(20000)", f"numbers({i * 20_000}, 20000)"),
+            "gzip",
+        )
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who LowCardinality(String), n UInt8, "
+        "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "
+        "_load_id LowCardinality(String)) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (who, ts)"
+    )
+    report = chute.load([str(data)], "t", target=target)
+    assert report.ok and report.rows_loaded == 60_000
+    parts, partitions = _parts(engine, "t")
+    assert parts <= 2 * partitions
+    got = engine.rows("SELECT count() AS n, uniqExact(id) AS u, max(_source_row) AS m FROM t")[0]
+    assert (int(got["n"]), int(got["u"]), int(got["m"])) == (60_000, 60_000, 20_000)
+
+
+@pytest.mark.parametrize("width", [10, 3000], ids=["narrow", "wide"])
+def test_csv_row_numbers_under_parallel_parsing(tmp_path: Path, target: str, width: int) -> None:
+    """Rows after the first block used to be numbered one too high; wide rows
+    make the first parsed segment smaller than a block (the other shape)."""
+    engine = open_engine(target)
+    rows = 40_000
+    path = write_with_engine(
+        engine,
+        tmp_path / "wide.csv",
+        "CSVWithNames",
+        f"SELECT number + 1 AS id, repeat('x', {width} + number % 7) AS pad FROM numbers({rows})",
+    )
+    for table, options in (
+        ("flat", chute.LoadOptions()),
+        ("parted", chute.LoadOptions(partition_by="id % 3")),
+    ):
+        report = chute.load([str(path)], table, target=target, options=options)
+        assert report.ok and report.rows_loaded == rows
+        got = engine.rows(f"SELECT count() AS n, countIf(_source_row != id) AS bad FROM {table}")[0]
+        assert (int(got["n"]), int(got["bad"])) == (rows, 0), table
+
+
+def test_wrong_guess_of_the_first_block_is_caught_and_read_again(
+    tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the first block is not where chute expects it, the stage check catches
+    the bad numbers and the file is read again by one thread: right numbers."""
+    import chute.api
+
+    monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 10**12)  # guesses 8192-row blocks
+    engine = open_engine(target)
+    path = write_with_engine(
+        engine,
+        tmp_path / "wide.csv",
+        "CSVWithNames",
+        "SELECT number + 1 AS id, repeat('x', 3000 + number % 7) AS pad FROM numbers(40000)",
+    )
+    seen: list[str] = []
+    original = chute.api._Loader._fix_row_numbers
+
+    def spy(self, stage, unit):  # type: ignore[no-untyped-def]
+        try:
+            original(self, stage, unit)
+        except chute.api.RowNumbersOff:
+            seen.append(unit.key)
+            raise
+
+    monkeypatch.setattr(chute.api._Loader, "_fix_row_numbers", spy)
+    report = chute.load([str(path)], "t", target=target)
+    assert report.ok and report.rows_loaded == 40_000
+    assert seen == [str(path)]
+    assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM t")[0]["bad"] in (0, "0")
