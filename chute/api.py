@@ -40,8 +40,7 @@ from chute.schema import (
     structure,
     with_provenance,
 )
-from chute.sources import Source, Unit
-from chute.sources.files import FileSource
+from chute.sources import Source, SourceOptions, Unit, open_source
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
@@ -120,6 +119,8 @@ class LoadOptions:
     Default: no limit; every bad row goes to the `<table>_rejects` table."""
     strict: bool = False
     """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
+    s3_endpoint: str | None = None
+    """For s3:// sources: an S3-compatible endpoint (http(s)://host:port) instead of AWS."""
     memory_limit: int = field(default_factory=lambda: default_memory_limit())
     """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
 
@@ -177,7 +178,9 @@ def load(
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     patterns = [sources] if isinstance(sources, str) else list(sources)
-    source = FileSource(patterns, opts.format, opts.compression, exclude=exclude)
+    source = open_source(
+        patterns, SourceOptions(opts.format, opts.compression, tuple(exclude), s3_endpoint=opts.s3_endpoint)
+    )
     units = source.units()
     loader = _Loader(tgt, source, table_name, opts, progress)
     report = loader.run(units, on_plan, on_ddl)

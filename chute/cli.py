@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -56,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
+    p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
+    p.add_argument(
+        "--memory-limit",
+        help="memory for one batch, e.g. 2GB (default a quarter of RAM, at most 1GB); sorting by partition "
+        "spills to disk past half of it",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
 
@@ -170,7 +177,10 @@ def _load(args: argparse.Namespace) -> int:
         strict=args.strict,
         design=args.design,
         method=args.method,
+        s3_endpoint=args.s3_endpoint,
     )
+    if args.memory_limit:
+        options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
         report = load(

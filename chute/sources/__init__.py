@@ -17,15 +17,16 @@ from chute.schema import Column
 class Unit:
     """One unit of work: a file today; a byte range, key range or offsets later."""
 
-    key: str  # stable name of the unit (the absolute path for files)
+    key: str  # stable name of the unit (the absolute path for files, the URL of an object)
     size: int
     mtime_ns: int
     fmt: FileFormat
+    etag: str = ""  # an object store's version of the object, where it has one
 
     @property
     def identity(self) -> str:
         """What must stay equal for the unit to count as unchanged."""
-        return f"{self.size}:{self.mtime_ns}"
+        return f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"
 
 
 class Source(Protocol):
@@ -63,3 +64,29 @@ class Source(Protocol):
     def needs_serial_read(self, unit: Unit) -> bool:
         """True when row numbers are only right if the unit is read by one thread."""
         ...
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """How to reach and read sources; credentials never appear in messages."""
+
+    format: str | None = None
+    compression: str | None = None
+    exclude: tuple[str, ...] = ()
+    s3_endpoint: str | None = None
+    """An S3-compatible endpoint (http(s)://host:port); default: AWS (`AWS_ENDPOINT_URL` if set)."""
+
+
+def open_source(patterns: list[str], options: SourceOptions) -> Source:
+    """The source for `patterns`, chosen by their scheme; one scheme per load."""
+    from chute.errors import UsageError
+
+    schemes = {p.split("://", 1)[0].lower() if "://" in p else "file" for p in patterns}
+    if len(schemes) > 1:
+        raise UsageError(f"one kind of source per load, got {', '.join(sorted(schemes))}")
+    scheme = schemes.pop() if schemes else "file"
+    if scheme == "file":
+        from chute.sources.files import FileSource
+
+        return FileSource(patterns, options.format, options.compression, exclude=list(options.exclude))
+    raise UsageError(f"unknown source scheme {scheme!r}: give files, directories or globs")
