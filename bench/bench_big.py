@@ -200,10 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--p5-gb", type=float, default=5.0, help="size of the P5 CSV in GB")
     parser.add_argument("--skip-p5", action="store_true")
+    parser.add_argument("--skip-p4", action="store_true")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="chute-bench-big-"))
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-    results: dict[str, object] = {"p4": p4(args.rows, args.repeat, work)}
+    results: dict[str, object] = {} if args.skip_p4 else {"p4": p4(args.rows, args.repeat, work)}
     if not args.skip_p5:
         results["p5"] = p5(args.p5_gb, work)
     path = save_results("big", results)

@@ -123,6 +123,16 @@ class LoadOptions:
     """For s3:// sources: an S3-compatible endpoint (http(s)://host:port) instead of AWS."""
     memory_limit: int = field(default_factory=lambda: default_memory_limit())
     """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
+    split_bytes: int | None = None
+    """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
+    about this size, each its own unit (resumable mid-file, memory bounded by the range).
+    Default: an eighth of `memory_limit` (128 MiB at 1 GiB); 0: never split."""
+
+    @property
+    def range_bytes(self) -> int | None:
+        if self.split_bytes == 0:
+            return None
+        return self.split_bytes or max(32 * 2**20, self.memory_limit // 8)
 
 
 class RowNumbersOff(TargetError):
@@ -179,7 +189,10 @@ def load(
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(
-        patterns, SourceOptions(opts.format, opts.compression, tuple(exclude), s3_endpoint=opts.s3_endpoint)
+        patterns,
+        SourceOptions(
+            opts.format, opts.compression, tuple(exclude), s3_endpoint=opts.s3_endpoint, split_bytes=opts.range_bytes
+        ),
     )
     units = source.units()
     loader = _Loader(tgt, source, table_name, opts, progress)
@@ -211,6 +224,10 @@ class _Loader:
         self.deferred: list[tuple[Unit, ChuteError]] = []
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
+        self.row_offsets: dict[str, int] = {}
+        """Byte ranges of a big file: the rows of the file before the range."""
+        self.ranges_of: dict[str, list[Unit]] = {}
+        self.ledger_latest: dict[str, LedgerEntry] = {}
         self.line_bytes: dict[str, float] = {}
         """Average line length of CSV/TSV files with a header (sizes the first parsed block)."""
         self.serial_parse: set[str] = set()
@@ -237,7 +254,13 @@ class _Loader:
             self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.table.database)}")
         self.ledger.ensure()
         self.target.prepare(self.table)
-        plan = self._plan(units, self.ledger.latest())
+        self.ledger_latest = self.ledger.latest()
+        for unit in units:
+            if unit.is_range:
+                self.ranges_of.setdefault(unit.origin, []).append(unit)
+        for ranges in self.ranges_of.values():
+            ranges.sort(key=lambda u: u.start)
+        plan = self._plan(units, self.ledger_latest)
         if on_plan:
             on_plan(len(plan.load), sum(u.size for u in plan.load))
         existing = self.target.table_columns(self.table)
@@ -407,6 +430,8 @@ class _Loader:
                 or size + unit.size > self.opts.batch_bytes
                 or not self._fill_provenance
                 or self._serial(unit)
+                or unit.is_range
+                or current[0].is_range
             ):
                 batches.append(current)
                 current, size = [], 0
@@ -510,10 +535,11 @@ class _Loader:
         if not self._fill_provenance:
             return {}
         types = {c.name: c.type for c in self.columns}
+        offset = self.row_offsets.get(unit.key, 0)
         values = {
-            "_source": quote_str(unit.key),
+            "_source": quote_str(unit.source_name),
             "_source_mtime": f"fromUnixTimestamp64Nano({unit.mtime_ns}, 'UTC')",
-            "_source_row": row_expression,
+            "_source_row": f"({row_expression}) + {offset}" if offset else row_expression,
             "_load_id": quote_str(self.load_id),
         }
         return {name: (expr, types[name]) for name, expr in values.items()}
@@ -662,10 +688,12 @@ class _Loader:
         shifting the rows after it; any other shape raises RowNumbersOff, and
         the batch is read again by one thread.
         """
-        key = quote_str(unit.key)
+        key = quote_str(unit.source_name)
+        offset = self.row_offsets.get(unit.key, 0)  # a range's rows follow the file's earlier ranges
+        row = f"(_source_row - {offset})" if offset else "_source_row"
         got = self.target.rows(
-            f"SELECT min(_source_row) AS lo, max(_source_row) AS hi, count() AS n, "
-            f"toString(sum(_source_row)) AS s, toString(sum(_source_row * _source_row)) AS q "
+            f"SELECT min({row}) AS lo, max({row}) AS hi, count() AS n, "
+            f"toString(sum({row})) AS s, toString(sum({row} * {row})) AS q "
             f"FROM {stage.sql} WHERE _source = {key}"
         )[0]
         lo, hi, n = int(got["lo"]), int(got["hi"]), int(got["n"])
@@ -677,19 +705,19 @@ class _Loader:
         if lo == 1 and hi == n + 1 and 1 <= gap <= n and squares == (_sum_squares(n + 1) - gap * gap) % 2**64:
             self.target.mutate(
                 stage,
-                f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap}",
+                f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap + offset}",
                 f"{unit.key}: fixing row numbers",
             )
             return
         raise RowNumbersOff(f"{unit.key}: row numbers from the parallel parser are not 1..{n}")
 
     def _load_batch(self, batch: list[Unit], plan: _Plan) -> None:
+        if batch[0].is_range and not self._place_range(batch[0], plan):
+            return
         self.ledger.record(batch, "started", self.load_id)
-        replace = [u.key for u in batch if u.key in plan.replace]
+        replace = [u for u in batch if u.key in plan.replace]
         if replace and self._has_provenance:
-            self.target.delete_sources(self.table, replace)
-            for key in replace:
-                self.rejects.clear(key)
+            self._remove_rows(replace)
         by_source = self._fill_provenance
         pass_through = self._pass_through(batch)
         try:
@@ -697,7 +725,7 @@ class _Loader:
         except ChuteError as exc:
             self._after_batch_failure(batch, exc, plan)
             return
-        if pass_through:
+        if pass_through or batch[0].is_range:
             by_source = False
         rows = counts if by_source else {batch[0].key: sum(counts.values())}
         for unit in batch:
@@ -705,6 +733,45 @@ class _Loader:
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+
+    def _place_range(self, unit: Unit, plan: _Plan) -> bool:
+        """The row number a range starts after: the rows of the file's earlier ranges.
+
+        Ranges of a file load in order; a range whose predecessors did not all
+        load cannot number its rows and waits for the next run.
+        """
+        before = 0
+        for other in self.ranges_of.get(unit.origin, []):
+            if other.start >= unit.start:
+                break
+            result = plan.results.get(other.key)
+            entry = self.ledger_latest.get(other.key)
+            if result is not None and result.state == "loaded":
+                before += result.rows_loaded + result.rows_rejected
+            elif result is not None and result.state == "skipped" and entry and entry.state == "done":
+                before += entry.rows_loaded + entry.rows_rejected
+            else:
+                self._fail(
+                    unit, f"{unit.origin}: bytes {unit.start}-{unit.end} wait for an earlier part of the file", plan
+                )
+                return False
+        self.row_offsets[unit.key] = before
+        return True
+
+    def _remove_rows(self, units: list[Unit]) -> None:
+        """Remove what earlier attempts left of these units (rows and rejects)."""
+        files = [u.key for u in units if not u.is_range]
+        if files:
+            self.target.delete_sources(self.table, files)
+            for key in files:
+                self.rejects.clear(key)
+        for unit in units:
+            if unit.is_range:
+                # This range and any later one of the file: they load in order.
+                where = f"_source = {quote_str(unit.origin)} AND _source_row > {self.row_offsets.get(unit.key, 0)}"
+                self.target.mutate(self.table, f"DELETE WHERE {where}", f"{unit.key}: removing earlier rows")
+                if self.rejects.exists():
+                    self.target.mutate(self.rejects.name, f"DELETE WHERE {where}", f"{unit.key}: removing rejects")
 
     def _write_with_repair(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
         """Write a batch; if the target failed while moving rows in, remove what may
@@ -715,11 +782,10 @@ class _Loader:
             except CommitUncertain:
                 if not self._has_provenance or attempt == REPAIR_ATTEMPTS - 1:
                     raise
-            keys = [u.key for u in batch]
             for wait in range(REPAIR_ATTEMPTS):
                 time.sleep(0.5 * 2**wait)
                 try:
-                    self.target.delete_sources(self.table, keys)
+                    self._remove_rows(batch)
                     break
                 except TransientTargetError:
                     if wait == REPAIR_ATTEMPTS - 1:
@@ -741,7 +807,7 @@ class _Loader:
 
     def _pass_through(self, batch: list[Unit]) -> bool:
         """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
-        if self.opts.method == "convert" or len(batch) != 1:
+        if self.opts.method == "convert" or len(batch) != 1 or batch[0].is_range:
             return False
         possible = not self._fill_provenance and self.target.accepts_raw(batch[0].fmt)
         if self.opts.method == "pass-through" and not possible:
@@ -877,13 +943,14 @@ class _Loader:
         try:
             budget = ErrorBudget.parse(self.opts.max_errors)
             self.rejects.ensure()
-            self.rejects.clear(unit.key)
+            if not unit.is_range:  # a range's earlier rejects went with _remove_rows
+                self.rejects.clear(unit.key)
             if checked.rejected:
                 types = self.rejects.types()
                 self.target.write_batch(
                     self.rejects.name,
                     REJECT_COLUMNS,
-                    [checked.rejects_select(unit.key, self.load_id, types)],
+                    [checked.rejects_select(unit.source_name, self.load_id, types, self.row_offsets.get(unit.key, 0))],
                     {"max_threads": 1},
                     count_by_source=False,
                     context=f"{unit.key}: writing rejects",
@@ -900,7 +967,7 @@ class _Loader:
             counts = self.target.write_batch(
                 self.table,
                 self._insert_columns(),
-                [checked.good_select(inputs, self._provenance(unit, "row"))],
+                [checked.good_select(inputs, self._provenance(unit, "row"), self.row_offsets.get(unit.key, 0))],
                 {"max_threads": self.workers, "max_insert_threads": self.workers},
                 count_by_source=False,
                 context=unit.key,

@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
+    p.add_argument(
+        "--split-size",
+        help="load uncompressed CSV/TSV/JSON-lines files bigger than twice this as byte ranges of about this "
+        "size, each resumable (default an eighth of --memory-limit; 0 = never)",
+    )
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(
         "--memory-limit",
@@ -181,6 +186,8 @@ def _load(args: argparse.Namespace) -> int:
     )
     if args.memory_limit:
         options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
+    if args.split_size:
+        options = dataclasses.replace(options, split_bytes=parse_size(args.split_size))
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
         report = load(

@@ -22,6 +22,18 @@ class Unit:
     mtime_ns: int
     fmt: FileFormat
     etag: str = ""  # an object store's version of the object, where it has one
+    origin: str = ""  # for a byte range of a big file: the file (what `_source` names)
+    start: int = 0  # the byte range [start, end) of `origin`
+    end: int = 0
+
+    @property
+    def source_name(self) -> str:
+        """What `_source` holds for this unit's rows: the file, also for its ranges."""
+        return self.origin or self.key
+
+    @property
+    def is_range(self) -> bool:
+        return bool(self.origin)
 
     @property
     def identity(self) -> str:
@@ -75,6 +87,8 @@ class SourceOptions:
     exclude: tuple[str, ...] = ()
     s3_endpoint: str | None = None
     """An S3-compatible endpoint (http(s)://host:port); default: AWS (`AWS_ENDPOINT_URL` if set)."""
+    split_bytes: int | None = None
+    """Cut uncompressed CSV/TSV/JSON-lines files bigger than twice this into byte ranges of about this size."""
 
 
 def open_source(patterns: list[str], options: SourceOptions) -> Source:
@@ -88,5 +102,11 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
     if scheme == "file":
         from chute.sources.files import FileSource
 
-        return FileSource(patterns, options.format, options.compression, exclude=list(options.exclude))
+        return FileSource(
+            patterns,
+            options.format,
+            options.compression,
+            exclude=list(options.exclude),
+            split_bytes=options.split_bytes,
+        )
     raise UsageError(f"unknown source scheme {scheme!r}: give files, directories or globs")

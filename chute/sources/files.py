@@ -10,6 +10,7 @@ from chute.errors import SourceError, UsageError
 from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
 from chute.schema import Column
 from chute.sources import Unit
+from chute.sources.ranges import SPLIT_FORMATS, range_url, split_points
 from chute.sql import quote_str
 
 _GLOB_CHARS = set("*?[{")
@@ -70,6 +71,7 @@ class FileSource:
         format_override: str | None = None,
         compression_override: str | None = None,
         exclude: list[str] | None = None,
+        split_bytes: int | None = None,
     ) -> None:
         if not patterns:
             raise UsageError("no source given")
@@ -78,6 +80,7 @@ class FileSource:
         self.exclude = [os.path.abspath(p) + os.sep for p in exclude or []]
         self.format_override = format_override
         self.compression_override = compression_override
+        self.split_bytes = split_bytes
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
 
     def _paths(self) -> list[str]:
@@ -120,13 +123,36 @@ class FileSource:
             if not os.access(path, os.R_OK):
                 raise SourceError(f"{path}: permission denied")
             fmt = detect(path, self.format_override, self.compression_override)
+            if self._splits(fmt, st.st_size):
+                assert self.split_bytes is not None
+                for start, end in split_points(path, fmt.format, st.st_size, self.split_bytes):
+                    units.append(
+                        Unit(
+                            key=f"{path}#bytes={start}-{end}",
+                            size=end - start,
+                            mtime_ns=st.st_mtime_ns,
+                            fmt=fmt,
+                            origin=path,
+                            start=start,
+                            end=end,
+                        )
+                    )
+                continue
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
         return units
+
+    def _splits(self, fmt: FileFormat, size: int) -> bool:
+        return (
+            self.split_bytes is not None
+            and fmt.format in SPLIT_FORMATS
+            and fmt.compression == "none"
+            and size > 2 * self.split_bytes
+        )
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
         from chute.export import manifest_columns
 
-        directory = os.path.dirname(unit.key)
+        directory = os.path.dirname(unit.source_name)
         if directory not in self._manifests:
             self._manifests[directory] = manifest_columns(directory)
         found = self._manifests[directory]
@@ -134,6 +160,12 @@ class FileSource:
 
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         fmt: FileFormat = unit.fmt
+        if unit.is_range:
+            url = range_url(unit.origin, unit.start, unit.end)
+            parts = [quote_str(url), quote_str(fmt_name or fmt.format)]
+            if structure is not None:
+                parts.append(quote_str(structure))
+            return f"url({', '.join(parts)})"
         args = [quote_str(unit.key), quote_str(fmt_name or fmt.format)]
         if structure is not None or fmt.compression != "none":
             args.append(quote_str(structure) if structure is not None else "'auto'")
@@ -145,6 +177,8 @@ class FileSource:
         self, units: list[Unit], structure: str, fmt_name: str | None = None
     ) -> tuple[str, dict[str, str]] | None:
         """`file('dir/{a,b,c}', ...)` for files of one directory, format and compression."""
+        if any(u.is_range for u in units):
+            return None
         directory = os.path.dirname(units[0].key)
         names = [os.path.basename(u.key) for u in units]
         if (
@@ -171,9 +205,11 @@ class FileSource:
 
     def unchanged(self, unit: Unit) -> bool:
         try:
-            st = os.stat(unit.key)
+            st = os.stat(unit.source_name)
         except OSError:
             return False
+        if unit.is_range:
+            return st.st_mtime_ns == unit.mtime_ns and st.st_size >= unit.end
         return st.st_size == unit.size and st.st_mtime_ns == unit.mtime_ns
 
     def row_number_expression(self, unit: Unit) -> str:

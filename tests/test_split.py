@@ -1,0 +1,141 @@
+"""One big text file cut into byte ranges: same table as one stream, resumable mid-file."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import chute
+import chute.sources.ranges as ranges
+from chute.engine import open_engine
+from chute.sources.ranges import split_points
+
+from .conftest import write_with_engine
+
+# Values with the characters that make cutting hard: quotes, delimiters and
+# newlines inside quoted CSV fields, escaped newlines in JSON and TSV.
+ROWS_SQL = (
+    "SELECT number + 1 AS id, concat('line one \"q\", x\\nline two ', toString(number)) AS text, "
+    "if(number % 3 = 0, '', repeat('y', number % 50)) AS pad, number * 7 AS n FROM numbers({rows})"
+)
+CHECK = "SELECT count() AS c, sum(cityHash64(id, text, pad, n, _source, _source_row)) AS h FROM {table}"
+
+
+@pytest.mark.parametrize(
+    "name,fmt", [("data.csv", "CSVWithNames"), ("data.jsonl", "JSONEachRow"), ("data.tsv", "TSVWithNames")]
+)
+def test_ranges_load_the_same_table_as_one_stream(tmp_path: Path, target: str, name: str, fmt: str) -> None:
+    engine = open_engine(target)
+    rows = 30_000
+    path = write_with_engine(engine, tmp_path / name, fmt, ROWS_SQL.format(rows=rows))
+    size = path.stat().st_size
+    split = chute.load([str(path)], "split", target=target, options=chute.LoadOptions(split_bytes=size // 7))
+    assert split.ok and split.rows_loaded == rows
+    assert len(split.files) >= 6, [f.source for f in split.files]
+    whole = chute.load([str(path)], "whole", target=target, options=chute.LoadOptions(split_bytes=0))
+    assert whole.ok and len(whole.files) == 1
+    assert engine.rows(CHECK.format(table="split")) == engine.rows(CHECK.format(table="whole"))
+    # Provenance names the file and numbers rows across the whole file.
+    got = engine.rows("SELECT uniqExact(_source) AS s, countIf(_source_row != id) AS bad FROM split")[0]
+    assert (int(got["s"]), int(got["bad"])) == (1, 0)
+    again = chute.load([str(path)], "split", target=target, options=chute.LoadOptions(split_bytes=size // 7))
+    assert again.rows_loaded == 0 and again.files_skipped == len(split.files)
+
+
+def test_cut_points_are_row_starts(tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cut starts a record, also when quoted fields straddle the scan blocks."""
+    monkeypatch.setattr(ranges, "SCAN_CHUNK", 4096)
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "q.csv", "CSV", ROWS_SQL.format(rows=5000))
+    data = path.read_bytes()
+    cuts = split_points(str(path), "CSV", len(data), 10_000)
+    assert len(cuts) > 20 and cuts[0][0] == 0 and cuts[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
+    structure = "'id UInt64, text String, pad String, n UInt64'"
+    for start, _ in cuts[1:]:
+        # Before the cut: whole records only; after it: the next record, whole.
+        head, tail = tmp_path / "head.csv", tmp_path / "tail.csv"
+        head.write_bytes(data[:start])
+        tail.write_bytes(data[start : start + 3000])
+        before = engine.rows(f"SELECT count() AS c, max(id) AS m FROM file('{head}', 'CSV', {structure})")[0]
+        first = engine.rows(
+            f"SELECT id FROM file('{tail}', 'CSV', {structure}) LIMIT 1", settings={"input_format_allow_errors_num": 5}
+        )
+        assert int(before["c"]) == int(before["m"])
+        assert int(first[0]["id"]) == int(before["c"]) + 1
+
+
+def test_bad_rows_in_a_range_keep_file_row_numbers(tmp_path: Path, target: str) -> None:
+    engine = open_engine(target)
+    lines = [json.dumps({"id": i, "n": i * 2}) for i in range(1, 20_001)]
+    for bad in (3, 12_345, 19_999):
+        lines[bad - 1] = '{"id": ' + str(bad) + ', "n": "not a number"}'
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    engine.execute(
+        "CREATE TABLE t (id UInt64, n Int64, _source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), "
+        "_source_row UInt64, _load_id LowCardinality(String)) ENGINE = MergeTree ORDER BY tuple()"
+    )
+    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(split_bytes=60_000))
+    assert len(report.files) > 3
+    assert report.rows_loaded == 19_997 and report.rows_rejected == 3
+    rejected = engine.rows("SELECT _source, _source_row FROM t_rejects ORDER BY _source_row")
+    assert [int(r["_source_row"]) for r in rejected] == [3, 12_345, 19_999]
+    assert {r["_source"] for r in rejected} == {str(path)}
+    assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM t")[0]["bad"] in (0, "0")
+
+
+def _command(path: Path, db: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "chute.cli",
+        "load",
+        str(path),
+        "--table",
+        "t",
+        "--target",
+        str(db),
+        "--split-size",
+        "2MB",
+        "--quiet",
+    ]
+
+
+def _checksum(db: Path) -> list[dict[str, object]]:
+    code = (
+        "import json, sys; from chute.engine import open_engine; e = open_engine(sys.argv[1]); "
+        f"print(json.dumps(e.rows({CHECK.format(table='t')!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout))
+
+
+def test_sigkill_mid_file_then_rerun(tmp_path: Path) -> None:
+    engine = open_engine(str(tmp_path / "gen"))
+    path = write_with_engine(engine, tmp_path / "big.csv", "CSVWithNames", ROWS_SQL.format(rows=300_000))
+    engine.close()
+    clean = tmp_path / "clean"
+    t0 = time.monotonic()
+    subprocess.run(_command(path, clean), check=True)
+    seconds = time.monotonic() - t0
+    expected = _checksum(clean)
+    assert int(str(expected[0]["c"])) == 300_000
+    rng = random.Random(11)
+    for trial in range(3):
+        db = tmp_path / f"trial{trial}"
+        for _ in range(2):
+            proc = subprocess.Popen(_command(path, db))
+            time.sleep(rng.uniform(0.3, 0.9) * seconds)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        subprocess.run(_command(path, db), check=True)
+        assert _checksum(db) == expected, trial
