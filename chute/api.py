@@ -126,13 +126,26 @@ class LoadOptions:
     split_bytes: int | None = None
     """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
     about this size, each its own unit (resumable mid-file, memory bounded by the range).
-    Default: an eighth of `memory_limit` (128 MiB at 1 GiB); 0: never split."""
+    Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB), and no split into a partitioned
+    table (every range would add a part to each partition it touches); 0: never split."""
 
-    @property
-    def range_bytes(self) -> int | None:
-        if self.split_bytes == 0:
+    def range_bytes(self, partitioned: bool) -> int | None:
+        if self.split_bytes == 0 or (self.split_bytes is None and partitioned):
             return None
-        return self.split_bytes or max(32 * 2**20, self.memory_limit // 8)
+        return self.split_bytes or max(32 * 2**20, self.memory_limit // 16)
+
+
+def _partitioned(target: Target, table: TableName) -> bool:
+    """Whether an existing table has a PARTITION BY (old servers: from its DDL)."""
+    database = quote_str(table.database) if table.database else "currentDatabase()"
+    try:
+        found = target.rows(
+            f"SELECT create_table_query AS ddl FROM system.tables WHERE database = {database} "
+            f"AND name = {quote_str(table.table)}"
+        )
+    except ChuteError:
+        return False
+    return bool(found) and "PARTITION BY" in str(found[0]["ddl"]).upper()
 
 
 class RowNumbersOff(TargetError):
@@ -191,7 +204,11 @@ def load(
     source = open_source(
         patterns,
         SourceOptions(
-            opts.format, opts.compression, tuple(exclude), s3_endpoint=opts.s3_endpoint, split_bytes=opts.range_bytes
+            opts.format,
+            opts.compression,
+            tuple(exclude),
+            s3_endpoint=opts.s3_endpoint,
+            split_bytes=opts.range_bytes(bool(opts.partition_by) or _partitioned(tgt, table_name)),
         ),
     )
     units = source.units()

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--split-size",
         help="load uncompressed CSV/TSV/JSON-lines files bigger than twice this as byte ranges of about this "
-        "size, each resumable (default an eighth of --memory-limit; 0 = never)",
+        "size, each resumable (default a sixteenth of --memory-limit, not into partitioned tables; 0 = never)",
     )
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(
