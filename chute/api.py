@@ -121,6 +121,13 @@ class LoadOptions:
     """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
     s3_endpoint: str | None = None
     """For s3:// sources: an S3-compatible endpoint (http(s)://host:port) instead of AWS."""
+    split_by: str | None = None
+    """For database sources: the column whose ranges make the units (default: the primary key)."""
+    where: str | None = None
+    """For database sources: a filter (SQL in the source's dialect) every unit applies."""
+    cursor: str | None = None
+    """For database sources: a column that only grows (e.g. updated_at); each run loads the rows past
+    the largest value loaded before."""
     memory_limit: int = field(default_factory=lambda: default_memory_limit())
     """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
     split_bytes: int | None = None
@@ -200,6 +207,8 @@ def load(
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
+    ledger = Ledger(tgt, table_name)
+    known = tuple((k, e.state) for k, e in ledger.latest().items()) if ledger.exists() else ()
     patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(
         patterns,
@@ -209,6 +218,11 @@ def load(
             tuple(exclude),
             s3_endpoint=opts.s3_endpoint,
             split_bytes=opts.range_bytes(bool(opts.partition_by) or _partitioned(tgt, table_name)),
+            split_by=opts.split_by,
+            where=opts.where,
+            cursor=opts.cursor,
+            password_file=opts.password_file,
+            loaded=known,
         ),
     )
     units = source.units()

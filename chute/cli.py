@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         help="load uncompressed CSV/TSV/JSON-lines files bigger than twice this as byte ranges of about this "
         "size, each resumable (default a sixteenth of --memory-limit, not into partitioned tables; 0 = never)",
     )
+    p.add_argument("--split-by", help="database sources: the column whose ranges make the units (default: primary key)")
+    p.add_argument("--where", help="database sources: a filter every unit applies (the source's SQL)")
+    p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(
         "--memory-limit",
@@ -183,6 +186,9 @@ def _load(args: argparse.Namespace) -> int:
         design=args.design,
         method=args.method,
         s3_endpoint=args.s3_endpoint,
+        split_by=args.split_by,
+        where=args.where,
+        cursor=args.cursor,
     )
     if args.memory_limit:
         options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))

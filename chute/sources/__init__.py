@@ -89,6 +89,16 @@ class SourceOptions:
     """An S3-compatible endpoint (http(s)://host:port); default: AWS (`AWS_ENDPOINT_URL` if set)."""
     split_bytes: int | None = None
     """Cut uncompressed CSV/TSV/JSON-lines files bigger than twice this into byte ranges of about this size."""
+    split_by: str | None = None
+    """Database sources: the column whose ranges make the units (default: the primary key)."""
+    where: str | None = None
+    """Database sources: a filter (SQL) every unit applies."""
+    cursor: str | None = None
+    """Database sources: a column that only grows (updated_at); a run loads rows past the last one loaded."""
+    password_file: str | None = None
+    """Database sources: a file holding the password (else the URL or the usual environment variable)."""
+    loaded: tuple[tuple[str, str], ...] = ()
+    """(unit key, state) of every unit the ledger knows for this table: where an incremental source goes on."""
 
 
 def open_source(patterns: list[str], options: SourceOptions) -> Source:
