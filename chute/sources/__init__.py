@@ -102,10 +102,14 @@ class SourceOptions:
 
 
 def open_source(patterns: list[str], options: SourceOptions) -> Source:
-    """The source for `patterns`, chosen by their scheme; one scheme per load."""
+    """The source for `patterns`, chosen by their scheme; one scheme per load (http and https are one)."""
     from chute.errors import UsageError
 
-    schemes = {p.split("://", 1)[0].lower() if "://" in p else "file" for p in patterns}
+    def kind(pattern: str) -> str:
+        scheme = pattern.split("://", 1)[0].lower() if "://" in pattern else "file"
+        return "http" if scheme == "https" else scheme
+
+    schemes = {kind(p) for p in patterns}
     if len(schemes) > 1:
         raise UsageError(f"one kind of source per load, got {', '.join(sorted(schemes))}")
     scheme = schemes.pop() if schemes else "file"
@@ -119,4 +123,12 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
             exclude=list(options.exclude),
             split_bytes=options.split_bytes,
         )
-    raise UsageError(f"unknown source scheme {scheme!r}: give files, directories or globs")
+    if scheme == "s3":
+        from chute.sources.s3 import S3Source
+
+        return S3Source(patterns, options.format, options.compression, endpoint=options.s3_endpoint)
+    if scheme == "http":
+        from chute.sources.url import UrlSource
+
+        return UrlSource(patterns, options.format, options.compression)
+    raise UsageError(f"unknown source scheme {scheme!r}: give files, directories, globs, s3:// or http(s):// URLs")

@@ -1,0 +1,350 @@
+"""s3:// sources against a real S3 server (versitygw on loopback, tests/extservers.py).
+
+Objects are gzip JSON lines whose rows carry their object number `f` and line
+number `r`, so provenance (`_source`, `_source_row`) is checked row by row.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.cli import main
+from chute.engine import open_engine
+from chute.errors import SourceError
+from chute.sources import SourceOptions, open_source
+from chute.sources.s3 import S3Source, glob_regex
+from chute.sources.sigv4 import Credentials, sign
+
+from .extservers import S3Server
+
+OBJECTS = 300
+ROWS = 500
+CHECKSUM = (
+    "SELECT count() AS n, sum(cityHash64(id, f, r, name, score, _source, _source_row, _source_mtime)) AS h FROM t"
+)
+SECRET_ENV = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+)
+
+
+def _rows(number: int, rows: int = ROWS) -> bytes:
+    lines = (
+        json.dumps({"id": number * rows + j, "f": number, "r": j + 1, "name": f"obj {number} row {j}", "score": j / 8})
+        for j in range(rows)
+    )
+    return gzip.compress(("\n".join(lines) + "\n").encode(), 1)
+
+
+def _put(s3: S3Server, prefix: str, numbers: range) -> None:
+    for i in numbers:
+        s3.put_object(f"{prefix}/part-{i:04d}.json.gz", _rows(i))
+
+
+def _expected(numbers: range) -> tuple[int, int]:
+    """(rows, sum of ids) of objects `numbers`."""
+    ids = [i * ROWS + j for i in numbers for j in range(ROWS)]
+    return len(ids), sum(ids)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    if not S3Server.available():
+        pytest.skip(str(S3Server.missing()))
+    server = S3Server.create()
+    try:
+        server.start()
+        _put(server, "data", range(OBJECTS))
+        server.put_object("data/_SUCCESS", b"")
+        server.put_object("data/notes.txt", b"not data")
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture()
+def aws_env(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The S3 server's credentials in the environment, as a user would set them."""
+    for name in SECRET_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key)
+    return {**os.environ}
+
+
+def _options(s3: S3Server, **kwargs: object) -> chute.LoadOptions:
+    return chute.LoadOptions(s3_endpoint=s3.endpoint, **kwargs)  # type: ignore[arg-type]
+
+
+def test_sigv4_matches_the_aws_documentation_examples() -> None:
+    creds = Credentials("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    now = datetime.datetime(2013, 5, 24, tzinfo=datetime.timezone.utc)
+    get = sign(
+        "GET", "https://examplebucket.s3.amazonaws.com/test.txt", creds, "us-east-1", {"Range": "bytes=0-9"}, now=now
+    )
+    assert get["Authorization"].endswith("Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
+    assert "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date," in get["Authorization"]
+    listing = sign("GET", "https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J", creds, "us-east-1", now=now)
+    assert listing["Authorization"].endswith(
+        "Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
+    )
+    assert "wJalr" not in repr(creds)
+
+
+def test_key_patterns() -> None:
+    assert glob_regex("a/**/*.parquet").match("a/x.parquet")
+    assert glob_regex("a/**/*.parquet").match("a/b/c/x.parquet")
+    assert not glob_regex("a/*.parquet").match("a/b/x.parquet")
+    assert glob_regex("p-[0-1]?.csv").match("p-1x.csv")
+    assert not glob_regex("p-[!0-1]?.csv").match("p-1x.csv")
+
+
+def test_endpoints_and_engine_calls(s3: S3Server, target: str) -> None:
+    aws = S3Source(["s3://logs/x/"], env={"AWS_REGION": "eu-west-1"})
+    assert aws.object_url("logs", "a b/c.csv") == "https://logs.s3.eu-west-1.amazonaws.com/a%20b/c.csv"
+    assert aws.object_url("my.logs", "c.csv") == "https://s3.eu-west-1.amazonaws.com/my.logs/c.csv"
+    custom = S3Source(["s3://logs/x/"], env={"AWS_ENDPOINT_URL": "http://minio:9000/"})
+    assert custom.object_url("logs", "c.csv") == "http://minio:9000/logs/c.csv"
+    with pytest.raises(chute.ChuteError, match="--s3-endpoint"):
+        S3Source(["s3://logs/x/"], endpoint="minio:9000")
+
+    # Without credentials the engine reads anonymously (NOSIGN); it parses the call
+    # and asks the server, which refuses.
+    anonymous = S3Source(["s3://chute-test/data/part-0001.json.gz"], endpoint=s3.endpoint, env={})
+    keys = {"AWS_ACCESS_KEY_ID": s3.access_key, "AWS_SECRET_ACCESS_KEY": s3.secret_key}
+    unit = S3Source(["s3://chute-test/data/part-0001.json.gz"], endpoint=s3.endpoint, env=keys).units()[0]
+    call = anonymous.table_expression(unit, "id Int64")
+    assert call == f"s3('{s3.url('data/part-0001.json.gz')}', NOSIGN, 'JSONEachRow', 'id Int64', 'gzip')"
+    with pytest.raises(chute.ChuteError, match="403"):
+        open_engine(target).rows(f"SELECT count() FROM {call}")
+
+
+def test_listing_pages_patterns_and_errors(s3: S3Server, aws_env: dict[str, str]) -> None:
+    source = S3Source(["s3://chute-test/data/"], endpoint=s3.endpoint)
+    source.page_size = 70  # five pages with continuation tokens
+    units = source.units()
+    assert len(units) == OBJECTS  # _SUCCESS and notes.txt are not data
+    first = units[0]
+    assert first.key == "s3://chute-test/data/part-0000.json.gz"
+    assert first.etag and '"' not in first.etag and first.size > 0 and first.mtime_ns > 0
+    assert first.identity == f"{first.size}:{first.etag}"
+
+    def count(*patterns: str) -> int:
+        return len(open_source(list(patterns), SourceOptions(s3_endpoint=s3.endpoint)).units())
+
+    assert count("s3://chute-test/data/part-00{1,2}?.json.gz") == 20
+    assert count("s3://chute-test/d*/**/part-02[0-4]*.json.gz") == 50
+    assert count("s3://chute-test/data") == OBJECTS  # a "directory"
+    assert count("s3://chute-test/data/part-0007.json.gz", "s3://chute-test/data/part-000*") == 10
+    for pattern, message in [
+        ("s3://no-such-bucket/x/", "s3://no-such-bucket: no such bucket"),
+        ("s3://chute-test/nothing/", "s3://chute-test/nothing/: no object under this prefix"),
+        ("s3://chute-test/data/*.csv", "s3://chute-test/data/*.csv: no object matches"),
+        ("s3://chute-test/data/part-9999.json.gz", "s3://chute-test/data/part-9999.json.gz: no such object"),
+    ]:
+        with pytest.raises(SourceError, match="^" + message.replace("*", r"\*").replace(".", r"\.")):
+            open_source([pattern], SourceOptions(s3_endpoint=s3.endpoint)).units()
+
+
+def test_listing_tens_of_thousands(s3: S3Server, aws_env: dict[str, str]) -> None:
+    """20,000 objects: 20 pages, each continued by its token, every key once and in order."""
+    data = s3.root / "data" / s3.bucket / "many"
+    data.mkdir()
+    for i in range(20_000):  # made behind the server's back (fast); only the listing is measured
+        (data / f"o-{i:05d}.csv").write_bytes(b"1\n")
+    source = S3Source(["s3://chute-test/many/"], endpoint=s3.endpoint)
+    t0 = time.monotonic()
+    units = source.units()
+    seconds = time.monotonic() - t0
+    assert [u.key for u in units] == [f"s3://chute-test/many/o-{i:05d}.csv" for i in range(20_000)]
+    assert all(u.size == 2 for u in units)
+    print(f"listed 20,000 objects in {seconds:.2f} s")
+    assert seconds < 30, seconds
+
+
+def test_full_load_rerun_and_delta(s3: S3Server, aws_env: dict[str, str], target: str) -> None:
+    _put(s3, "grow", range(40))
+    report = chute.load("s3://chute-test/grow/", "t", target, _options(s3))
+    assert (report.files_loaded, report.rows_loaded, report.ok) == (40, 40 * ROWS, True)
+    engine = open_engine(target)
+    n, ids = _expected(range(40))
+    assert engine.rows("SELECT count() AS n, sum(id) AS s FROM t") == [{"n": n, "s": ids}]
+    # Provenance per row: the object and line each row came from.
+    assert engine.rows(
+        "SELECT countIf(_source != concat('s3://chute-test/grow/part-', leftPad(toString(f), 4, '0'), '.json.gz')) "
+        "AS bad_source, countIf(_source_row != r) AS bad_row, countIf(_source_mtime < now() - 3600) AS old FROM t"
+    ) == [{"bad_source": 0, "bad_row": 0, "old": 0}]
+
+    again = chute.load("s3://chute-test/grow/", "t", target, _options(s3))
+    assert (again.files_loaded, again.files_skipped, again.rows_loaded) == (0, 40, 0)
+
+    _put(s3, "grow", range(40, 55))
+    delta = chute.load("s3://chute-test/grow/", "t", target, _options(s3))
+    assert (delta.files_loaded, delta.files_skipped, delta.rows_loaded) == (15, 40, 15 * ROWS)
+    n, ids = _expected(range(55))
+    assert engine.rows("SELECT count() AS n, sum(id) AS s, uniqExact(_source) AS u FROM t") == [
+        {"n": n, "s": ids, "u": 55}
+    ]
+
+    # A rewritten object has a new ETag: skipped with a note, or reloaded as one copy.
+    s3.put_object("grow/part-0003.json.gz", _rows(3, rows=ROWS + 1))
+    skipped = chute.load("s3://chute-test/grow/", "t", target, _options(s3))
+    assert skipped.rows_loaded == 0
+    assert any("part-0003.json.gz: changed since it was loaded" in note for note in skipped.notes)
+    reloaded = chute.load("s3://chute-test/grow/", "t", target, _options(s3, on_change="reload"))
+    assert (reloaded.files_loaded, reloaded.rows_loaded) == (1, ROWS + 1)
+    assert engine.rows("SELECT count() AS n FROM t")[0]["n"] == n + 1
+
+
+def test_parquet_objects_in_nested_prefixes(s3: S3Server, aws_env: dict[str, str], target: str) -> None:
+    engine = open_engine(target)
+    for day in range(3):
+        url = s3.url(f"pq/day={day}/part.parquet")
+        engine.execute(
+            f"INSERT INTO FUNCTION s3('{url}', 'Parquet') "
+            f"SELECT number AS id, toDate('2024-01-01') + {day} AS d, repeat('x', number % 50) AS s "
+            f"FROM numbers({day * 100_000}, 100_000)"
+        )
+    report = chute.load("s3://chute-test/pq/**/*.parquet", "events", target, _options(s3))
+    assert (report.files_loaded, report.rows_loaded) == (3, 300_000)
+    assert engine.rows(
+        "SELECT count() AS n, sum(id) AS s, uniqExact(_source) AS u, max(_source_row) AS m FROM events"
+    ) == [{"n": 300_000, "s": sum(range(300_000)), "u": 3, "m": 100_000}]
+
+
+def test_secrets_stay_out_of_sql_and_engine_errors(s3: S3Server, aws_env: dict[str, str], target: str) -> None:
+    s3.put_object("broken/good.json.gz", _rows(0, rows=10))
+    s3.put_object("broken/bad.json.gz", b"\x1f\x8b not really gzip")
+    source = S3Source(["s3://chute-test/broken/"], endpoint=s3.endpoint)
+    units = source.units()
+    sql = [source.table_expression(u, "id Int64", "JSONEachRow") for u in units]
+    combined = source.combined_expression(units, "id Int64")
+    assert combined is not None
+    sql.append(combined[0])
+    assert not any(s3.secret_key in text or s3.access_key in text for text in sql)
+
+    report = chute.load("s3://chute-test/broken/", "b", target, _options(s3))
+    failed = [f for f in report.files if f.state == "failed"]
+    assert [f.source for f in failed] == ["s3://chute-test/broken/bad.json.gz"]
+    assert s3.secret_key not in failed[0].error
+    assert "\n" not in failed[0].error
+    assert report.rows_loaded == 10
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"AWS_SECRET_ACCESS_KEY": "wrong-Secret-that-must-not-show"}, "SignatureDoesNotMatch"),
+        ({"AWS_ACCESS_KEY_ID": "nobody"}, "access denied"),
+        ({"AWS_SESSION_TOKEN": "session-Token-that-must-not-show"}, "AWS_SESSION_TOKEN"),
+        ({"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, "no credentials given"),
+    ],
+)
+def test_bad_credentials_give_one_line_without_the_secret(
+    s3: S3Server,
+    aws_env: dict[str, str],
+    target: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    expected: str,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code = main(["load", "s3://chute-test/data/", "--table", "t", "--target", target, "--s3-endpoint", s3.endpoint])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("chute: error: s3://chute-test/data/: access denied"), err
+    assert expected in err
+    for secret in [*env.values(), s3.secret_key]:
+        assert not secret or secret not in err
+
+
+def _command(endpoint: str, db: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "chute.cli",
+        "load",
+        "s3://chute-test/data/",
+        "--table",
+        "t",
+        "--target",
+        str(db),
+        "--s3-endpoint",
+        endpoint,
+        "--batch-mb",
+        "1",
+        "--quiet",
+    ]
+
+
+def _checksum(db: Path) -> tuple[int, int]:
+    engine = open_engine(str(db))
+    try:
+        if not engine.rows("SELECT count() AS n FROM system.tables WHERE name = 't'")[0]["n"]:
+            return 0, 0
+        row = engine.rows(CHECKSUM)[0]
+        return int(row["n"]), int(row["h"])
+    finally:
+        engine.close()
+
+
+@pytest.mark.slow
+def test_sigkill_during_a_load_then_rerun(s3: S3Server, aws_env: dict[str, str], tmp_path: Path) -> None:
+    clean = tmp_path / "clean"
+    t0 = time.monotonic()
+    subprocess.run(_command(s3.endpoint, clean), check=True, env=aws_env)
+    full = time.monotonic() - t0
+    expected = _checksum(clean)
+    assert expected[0] == OBJECTS * ROWS
+    # A run with nothing to load: start-up and listing; kills aim past it, into the load.
+    t0 = time.monotonic()
+    subprocess.run(_command(s3.endpoint, clean), check=True, env=aws_env)
+    idle = time.monotonic() - t0
+    assert _checksum(clean) == expected
+
+    rng = random.Random(8)
+    kills = partial = 0
+    # Until three kills landed in a load (at most eight trials: the timing varies by machine).
+    for trial in range(8):
+        if kills >= 3 and partial >= 2:
+            break
+        db = tmp_path / f"trial{trial}"
+        proc = subprocess.Popen(_command(s3.endpoint, db), env=aws_env)
+        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        partial += 0 < _checksum(db)[0] < expected[0]
+        subprocess.run(_command(s3.endpoint, db), check=True, env=aws_env)
+        assert _checksum(db) == expected, f"trial {trial} differs from the clean load"
+    print(f"clean load {full:.2f} s, idle run {idle:.2f} s; {kills} kills, {partial} left a partial table")
+    assert kills >= 3
+    assert partial >= 2, "kills did not land inside loads"
+
+
+def test_load_into_a_server_target(s3: S3Server, aws_env: dict[str, str], server_url: str) -> None:
+    """The embedded engine reads the objects and sends Native to the server (18.16 here)."""
+    _put(s3, "to-server", range(12))
+    report = chute.load("s3://chute-test/to-server/*.json.gz", "t", server_url, _options(s3))
+    assert (report.files_loaded, report.rows_loaded, report.table_rows) == (12, 12 * ROWS, 12 * ROWS)
+    again = chute.load("s3://chute-test/to-server/*.json.gz", "t", server_url, _options(s3))
+    assert again.rows_loaded == 0
