@@ -12,8 +12,8 @@ Target: chute <= 1.3x the baseline, and active parts right after the load
 
 P5: a ~5 GB CSV and the same rows as Parquet with large row groups, each
 loaded by `chute load` in a child process whose peak RSS is read by
-`/usr/bin/time -v` (target <= 1 GB). The CSV loads as byte ranges (64 MiB at
-the default --memory-limit), one INSERT each; the same CSV into a
+`/usr/bin/time -v` (target <= 1 GB), with `--memory-limit 1GB`. The CSV
+loads as byte ranges (64 MiB at that limit), one INSERT each; the same CSV into a
 day-partitioned table (not split by default) is shown for information.
 
     python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5]
@@ -180,7 +180,10 @@ def p5(gigabytes: float, work: Path) -> dict[str, object]:
         ("Parquet, 1 M-row row groups", parquet, []),
     ):
         db = work / f"p5_{len(table_rows)}"
-        command = [sys.executable, "-m", "chute.cli", "load", str(path), "--table", "t", "--target", str(db)]
+        command = [
+            *[sys.executable, "-m", "chute.cli", "load", str(path), "--table", "t", "--target", str(db)],
+            *["--memory-limit", "1GB"],
+        ]
         seconds, rss, _ = peak_rss([*command, *extra, "--quiet"])
         size = path.stat().st_size
         table_rows.append(

@@ -69,12 +69,19 @@ CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 
 
 def default_memory_limit() -> int:
-    """A quarter of the machine's memory, at most 1 GiB: loads share machines."""
+    """A quarter of the machine's memory (cgroup limit included): loads share machines."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = 4 * 2**30
-    return max(256 * 2**20, min(total // 4, 2**30))
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            text = fh.read().strip()
+        if text.isdigit():
+            total = min(total, int(text))
+    except OSError:
+        pass
+    return max(256 * 2**20, total // 4)
 
 
 @dataclass(frozen=True)
@@ -133,13 +140,13 @@ class LoadOptions:
     split_bytes: int | None = None
     """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
     about this size, each its own unit (resumable mid-file, memory bounded by the range).
-    Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB), and no split into a partitioned
+    Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB, at most 512 MiB), and no split into a partitioned
     table (every range would add a part to each partition it touches); 0: never split."""
 
     def range_bytes(self, partitioned: bool) -> int | None:
         if self.split_bytes == 0 or (self.split_bytes is None and partitioned):
             return None
-        return self.split_bytes or max(32 * 2**20, self.memory_limit // 16)
+        return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
 
 
 def _partitioned(target: Target, table: TableName) -> bool:
@@ -838,7 +845,8 @@ class _Loader:
 
     def _pass_through(self, batch: list[Unit]) -> bool:
         """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
-        if self.opts.method == "convert" or len(batch) != 1 or batch[0].is_range:
+        # Only local files can be sent as they are (write_raw opens the path).
+        if self.opts.method == "convert" or len(batch) != 1 or batch[0].is_range or "://" in batch[0].key:
             return False
         possible = not self._fill_provenance and self.target.accepts_raw(batch[0].fmt)
         if self.opts.method == "pass-through" and not possible:
@@ -913,7 +921,9 @@ class _Loader:
         named = FILE_IN_ERROR.search(str(exc))
         if not named:
             return None
-        return next((u for u in batch if u.key == named.group(1)), None)
+        name = named.group(1)
+        # The engine names S3 objects as bucket/key and ranges of big files by their loopback URL.
+        return next((u for u in batch if name in (u.key, u.source_name) or u.key == f"s3://{name}"), None)
 
     def _run_deferred(self, plan: _Plan) -> None:
         """Files set aside by `_culprit`: their careful passes, `workers` at a time."""

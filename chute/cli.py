@@ -28,7 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("load", help="load files into a table, exactly once")
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories, globs (** and {a,b})")
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs",
+    )
     p.add_argument("--table", "-t", required=True, help="table or db.table")
     p.add_argument(
         "--target",
@@ -68,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(
         "--memory-limit",
-        help="memory for one batch, e.g. 2GB (default a quarter of RAM, at most 1GB); sorting by partition "
-        "spills to disk past half of it",
+        help="memory for one batch, e.g. 1GB (default a quarter of RAM); sorting by partition spills to disk "
+        "past half of it, big text files load in ranges of a sixteenth of it",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object as the report")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")

@@ -17,6 +17,7 @@ from chute.errors import CommitUncertain, TransientTargetError
 from chute.sql import TableName, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
+ATTACH_PER_STATEMENT = 100  # 18.16 and the embedded engine both take several commands in one ALTER
 
 CommitCheck = Callable[[TableName | None, dict[str, int]], None]
 """Called with the stage table (None without one) and its row counts just before
@@ -83,12 +84,13 @@ class Stage:
             f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
         )
         try:
-            for part in partitions:
-                self.db.execute(
-                    f"ALTER TABLE {self.target.sql} ATTACH PARTITION ID {quote_str(part['partition_id'])} "
-                    f"FROM {self.table.sql}",
-                    context=self.context,
+            # Many partitions (days of unsorted events) go in a few statements, not one each.
+            for i in range(0, len(partitions), ATTACH_PER_STATEMENT):
+                commands = ", ".join(
+                    f"ATTACH PARTITION ID {quote_str(part['partition_id'])} FROM {self.table.sql}"
+                    for part in partitions[i : i + ATTACH_PER_STATEMENT]
                 )
+                self.db.execute(f"ALTER TABLE {self.target.sql} {commands}", context=self.context)
         except TransientTargetError as exc:
             # Some partitions may be in already: a blind retry could add them twice.
             raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
