@@ -81,12 +81,15 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="write a table or query to files, one per partition, in parallel")
     e.add_argument("source", metavar="TABLE_OR_QUERY", help="db.table, or a SELECT")
-    e.add_argument("dest", metavar="DEST", help="a local directory (created; re-runs skip finished partitions)")
+    e.add_argument(
+        "dest", metavar="DEST", help="a local directory or s3://bucket/prefix/ (re-runs skip finished partitions)"
+    )
     e.add_argument("--format", default="native", help="native (default), parquet, csv, tsv, jsonl")
     e.add_argument("--compression", default="zstd", help="zstd (default), lz4, gzip, none")
     e.add_argument("--partition-by", help="SQL expression: one file per value (e.g. toYYYYMM(ts))")
     e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
     e.add_argument("--workers", type=int, help="partitions written at once (default: all cores)")
+    e.add_argument("--s3-endpoint", help="s3:// destinations: an S3-compatible endpoint, http(s)://host:port")
     e.add_argument("--target")
     e.add_argument("--password-file")
     e.add_argument("--insecure", action="store_true")
@@ -254,6 +257,7 @@ def _export(args: argparse.Namespace) -> int:
         workers=args.workers,
         password_file=args.password_file,
         insecure=args.insecure,
+        s3_endpoint=args.s3_endpoint,
     )
     show = not args.quiet and not args.json and sys.stderr.isatty()
 

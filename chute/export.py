@@ -27,11 +27,11 @@ import urllib.parse
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import IO, Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import IO, Any, Protocol
 
 from chute.engine import Engine
-from chute.errors import ChuteError, SourceError, UsageError
+from chute.errors import ChuteError, SourceError, TargetError, UsageError
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
@@ -70,6 +70,8 @@ class ExportOptions:
     workers: int | None = None
     password_file: str | None = None
     insecure: bool = False
+    s3_endpoint: str | None = None
+    """For s3:// destinations: an S3-compatible endpoint; default AWS_ENDPOINT_URL, else AWS."""
 
 
 @dataclass
@@ -151,25 +153,37 @@ def export(
     compression = normalize_compression(opts.compression, fmt_key)
     if opts.max_file_bytes is not None and opts.max_file_bytes < 1:
         raise UsageError("--max-file-size must be positive")
-    if dest.startswith("s3://"):
-        raise UsageError("s3:// destinations are not supported yet; export to a local directory")
-    if "://" in dest:
-        raise UsageError(f"unknown destination scheme {dest.split('://', 1)[0]!r}: give a local directory")
+    out: _Dest
+    if dest.lower().startswith("s3://"):
+        out = _S3Dest(dest, opts.s3_endpoint)
+        if opts.max_file_bytes is None:  # one PUT takes at most 5 GiB
+            opts = replace(opts, max_file_bytes=S3_MAX_OBJECT_BYTES)
+    elif "://" in dest:
+        raise UsageError(
+            f"unknown destination scheme {dest.split('://', 1)[0]!r}: give a directory or s3://bucket/prefix"
+        )
+    else:
+        out = _LocalDest(os.path.abspath(dest))
     started = time.monotonic()
     tgt = open_target(target, opts.password_file, opts.insecure)
-    exporter = _Exporter(tgt, source, os.path.abspath(dest), fmt_key, compression, opts)
-    report = exporter.run(progress)
+    try:
+        exporter = _Exporter(tgt, source, out, fmt_key, compression, opts)
+        report = exporter.run(progress)
+    finally:
+        out.close()
     report.seconds = time.monotonic() - started
     return report
 
 
 class _Exporter:
     def __init__(
-        self, target: Target, source: str, dest: str, fmt_key: str, compression: str, opts: ExportOptions
+        self, target: Target, source: str, out: _Dest, fmt_key: str, compression: str, opts: ExportOptions
     ) -> None:
         self.target = target
         self.source = source
-        self.dest = dest
+        self.out = out
+        self.dest = out.display
+        self.work = out.work_dir
         self.fmt_key = fmt_key
         self.format_name, ext = FORMATS[fmt_key]
         self.compression = compression
@@ -235,16 +249,17 @@ class _Exporter:
         }
 
     def _read_manifest(self, fingerprint: dict[str, Any]) -> dict[str, Any]:
-        path = os.path.join(self.dest, MANIFEST)
-        if not os.path.exists(path):
-            if any(not n.startswith(".") for n in os.listdir(self.dest)):
+        text = self.out.read(MANIFEST)
+        if text is None:
+            if any(not n.startswith(".") for n in self.out.names()):
                 raise UsageError(f"{self.dest} is not empty and holds no chute export; give an empty directory")
             return {}
         try:
-            with open(path, encoding="utf-8") as fh:
-                manifest: dict[str, Any] = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: unreadable manifest ({exc}); remove the directory to export again") from None
+            manifest: dict[str, Any] = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(
+                f"{self.out.location(MANIFEST)}: unreadable manifest ({exc}); remove it to export again"
+            ) from None
         old = {k: manifest.get(k) for k in fingerprint}
         if old != fingerprint:
             changed = ", ".join(k for k in fingerprint if old.get(k) != fingerprint[k])
@@ -256,11 +271,7 @@ class _Exporter:
     # -- running --------------------------------------------------------------
 
     def run(self, progress: ProgressCallback | None) -> ExportReport:
-        os.makedirs(self.dest, exist_ok=True)
-        for name in os.listdir(self.dest):
-            if name.endswith(TMP_SUFFIX):  # files a killed run left half-written
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(self.dest, name))
+        self.out.prepare()
         columns = self._columns()
         if not columns:
             raise SourceError(f"{self.source}: no columns")
@@ -270,7 +281,8 @@ class _Exporter:
         report = ExportReport(self.source, self.dest, self.format_name, self.compression)
         report.partitions_total = len(parts)
         report.rows_total = sum(p.rows for p in parts)
-        report.manifest = os.path.join(self.dest, MANIFEST)
+        report.manifest = self.out.location(MANIFEST)
+        present = self.out.names()
         old_parts: dict[str, Any] = old.get("partitions", {})
         old_files: list[dict[str, Any]] = old.get("files", [])
         current = {p.pid for p in parts}
@@ -279,12 +291,12 @@ class _Exporter:
         for part in parts:
             entry = old_parts.get(part.pid)
             files = [f for f in old_files if f["partition"] == part.pid]
-            if entry and entry.get("rows") == part.rows and self._files_intact(files):
+            if entry and entry.get("rows") == part.rows and self._files_intact(files, present):
                 kept.extend(files)
                 report.partitions_skipped += 1
             else:
                 self._remove(files)
-                self._remove_named(part)
+                self._remove_named(part, present)
                 todo.append(part)
         self._remove([f for f in old_files if f["partition"] not in current])  # partitions gone from the source
         self.manifest = {
@@ -330,39 +342,22 @@ class _Exporter:
         report.files.sort(key=lambda f: f.path)
         return report
 
-    def _files_intact(self, files: list[dict[str, Any]]) -> bool:
-        if not files:
-            return False
-        for f in files:
-            path = os.path.join(self.dest, f["path"])
-            try:
-                if os.path.getsize(path) != f["bytes"]:
-                    return False
-            except OSError:
-                return False
-        return True
+    def _files_intact(self, files: list[dict[str, Any]], present: dict[str, int]) -> bool:
+        return bool(files) and all(present.get(f["path"]) == f["bytes"] for f in files)
 
     def _remove(self, files: list[dict[str, Any]]) -> None:
         for f in files:
-            with contextlib.suppress(OSError):
-                os.remove(os.path.join(self.dest, f["path"]))
+            self.out.remove(f["path"])
 
-    def _remove_named(self, part: _Partition) -> None:
-        """Files of a partition that a killed run renamed into place before its manifest said so."""
+    def _remove_named(self, part: _Partition, present: dict[str, int]) -> None:
+        """Files of a partition that a killed run put in place before its manifest said so."""
         pattern = re.compile(rf"^{re.escape(part.pid)}(\.\d{{3}})?\.{re.escape(self.extension)}$")
-        for name in os.listdir(self.dest):
+        for name in present:
             if pattern.match(name):
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(self.dest, name))
+                self.out.remove(name)
 
     def _write_manifest(self) -> None:
-        path = os.path.join(self.dest, MANIFEST)
-        tmp = f"{path}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.manifest, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        self.out.write(MANIFEST, json.dumps(self.manifest, indent=1).encode())
 
     def _file_name(self, part: _Partition, n: int) -> str:
         return f"{part.pid}.{self.extension}" if n == 0 else f"{part.pid}.{n:03d}.{self.extension}"
@@ -418,35 +413,53 @@ class _Exporter:
             select = self._select(part, type_name, structure)
             return [self._engine_write(engine, part, 0, select, structure, settings)]
         # Cut the partition into Native pieces of the size asked, then turn each into Parquet.
-        files: list[ExportedFile] = []
-        pieces = self._write_pieces(engine, part, type_name, structure, "Native", "none", raw_names=True)
-        for n, piece in enumerate(pieces):
-            try:
+        pieces = self._write_pieces(engine, part, type_name, structure, "Native", "none", publish=False)
+        converted: list[tuple[str, int]] = []
+        try:
+            for piece in pieces:
                 select = f"SELECT * FROM file({quote_str(piece.path)}, 'Native', {quote_str(structure)})"
-                files.append(self._engine_write(engine, part, n, select, structure, settings))
-            finally:
-                with contextlib.suppress(OSError):
-                    os.remove(piece.path)
-        return files
+                converted.append(self._engine_file(engine, part, select, structure, settings))
+        except BaseException:
+            for tmp, _ in converted:
+                _unlink(tmp)
+            raise
+        finally:
+            for piece in pieces:
+                _unlink(piece.path)
+        return self._publish(part, converted)
 
     def _engine_write(
         self, engine: Engine, part: _Partition, n: int, select: str, structure: str, settings: dict[str, str]
     ) -> ExportedFile:
-        name = self._file_name(part, n)
-        final = os.path.join(self.dest, name)
-        tmp = os.path.join(self.dest, f".{name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
+        return self._publish(part, [self._engine_file(engine, part, select, structure, settings)])[0]
+
+    def _engine_file(
+        self, engine: Engine, part: _Partition, select: str, structure: str, settings: dict[str, str]
+    ) -> tuple[str, int]:
+        """The engine writes one Parquet file under a temporary name: (path, rows)."""
+        tmp = os.path.join(self.work, f".{part.pid}.{uuid.uuid4().hex[:8]}.parquet{TMP_SUFFIX}")
         try:
             result = engine.execute(
                 f"INSERT INTO FUNCTION file({quote_str(tmp)}, 'Parquet', {quote_str(structure)}) {select}",
                 {**settings, "engine_file_truncate_on_insert": 1},
                 context=f"exporting partition {part.pid}",
             )
-            _fsync(tmp)
-            os.replace(tmp, final)
+        except BaseException:
+            _unlink(tmp)
+            raise
+        return tmp, result.rows_written
+
+    def _publish(self, part: _Partition, written: list[tuple[str, int]]) -> list[ExportedFile]:
+        """Put a partition's finished files in place under their names (temporary files go)."""
+        files: list[ExportedFile] = []
+        try:
+            for n, (tmp, rows) in enumerate(written):
+                name = self._file_name(part, n)
+                files.append(ExportedFile(name, part.pid, rows, self.out.publish(tmp, name)))
         finally:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-        return ExportedFile(name, part.pid, result.rows_written, os.path.getsize(final))
+            for tmp, _ in written:
+                _unlink(tmp)
+        return files
 
     def _header(self, structure_columns: list[str]) -> bytes:
         if self.format_name == "CSVWithNames":
@@ -469,9 +482,13 @@ class _Exporter:
         structure: str,
         format_name: str,
         compression: str,
-        raw_names: bool = False,
+        publish: bool = True,
     ) -> list[ExportedFile]:
-        """Stream one partition from the engine into files, cut at block boundaries."""
+        """Stream one partition from the engine into files, cut at block boundaries.
+
+        Files are written under temporary names in the work directory; with
+        `publish` they then go in place under their names, else the caller gets
+        the temporary paths (in `path`)."""
         # Blocks go out without a header; each file gets its own header line.
         stream_format = {"CSVWithNames": "CSV", "TSVWithNames": "TSV"}.get(format_name, format_name)
         header = self._header([c["name"] for c in self.manifest["columns"]]) if stream_format != format_name else b""
@@ -488,34 +505,32 @@ class _Exporter:
                     files.append(writer.finish())
                     writer = None
                 if writer is None:
-                    n = len(files)
-                    name = self._file_name(part, n) if not raw_names else f".{part.pid}.{n}.native{TMP_SUFFIX}"
-                    writer = _PieceWriter(self.dest, name, part.pid, compression, header, keep_hidden=raw_names)
+                    writer = _PieceWriter(self.work, part.pid, compression, header)
                 rows = _rows_in_block(chunk, stream_format)
                 if rows is None:
                     rows_counted = False
                 writer.write(chunk, rows or 0)
             if writer is not None:
                 files.append(writer.finish())
+                writer = None
+            if not rows_counted or sum(f.rows for f in files) != part.rows:
+                # Quoted newlines (CSV) or a source that changed: count each file with the engine.
+                for f in files:
+                    found = engine.rows(
+                        f"SELECT count() AS n FROM file({quote_str(f.path)}, {quote_str(format_name)}, "
+                        f"{quote_str(structure)}, {quote_str(compression)})",
+                        context=f"counting rows of a file of partition {part.pid}",
+                    )
+                    f.rows = int(found[0]["n"])
         except BaseException:
             if writer is not None:
                 writer.abort()
             for f in files:  # a partition is written whole or not at all
-                with contextlib.suppress(OSError):
-                    os.remove(f.path if raw_names else os.path.join(self.dest, f.path))
+                _unlink(f.path)
             raise
-        total = sum(f.rows for f in files)
-        if not rows_counted or total != part.rows:
-            # Quoted newlines (CSV) or a source that changed: count each file with the engine.
-            for f in files:
-                path = f.path if raw_names else os.path.join(self.dest, f.path)
-                found = engine.rows(
-                    f"SELECT count() AS n FROM file({quote_str(path)}, {quote_str(format_name)}, "
-                    f"{quote_str(structure)})",
-                    context=f"counting rows of {f.path}",
-                )
-                f.rows = int(found[0]["n"])
-        return files
+        if not publish:
+            return files
+        return self._publish(part, [(f.path, f.rows) for f in files])
 
 
 def _rows_in_block(chunk: bytes, format_name: str) -> int | None:
@@ -548,17 +563,17 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-class _PieceWriter:
-    """One output file: compressed as it is written, renamed into place when finished."""
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
-    def __init__(
-        self, dest: str, name: str, pid: str, compression: str, header: bytes, keep_hidden: bool = False
-    ) -> None:
-        self.name = name
+
+class _PieceWriter:
+    """One output file under a temporary name, compressed as it is written."""
+
+    def __init__(self, work: str, pid: str, compression: str, header: bytes) -> None:
         self.pid = pid
-        self.final = os.path.join(dest, name)
-        self.tmp = self.final if keep_hidden else os.path.join(dest, f".{name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
-        self.keep_hidden = keep_hidden
+        self.tmp = os.path.join(work, f".{pid}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
         self.raw: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 - closed in finish/abort
         self.out: Any = _compressor(self.raw, compression)
         self.rows = 0
@@ -575,21 +590,17 @@ class _PieceWriter:
         self.rows += rows
 
     def finish(self) -> ExportedFile:
+        """Close the file; the result's `path` is the temporary file."""
         if self.out is not self.raw:
             self.out.close()
         self.raw.flush()
-        os.fsync(self.raw.fileno())
         self.raw.close()
-        if not self.keep_hidden:
-            os.replace(self.tmp, self.final)
-            return ExportedFile(self.name, self.pid, self.rows, os.path.getsize(self.final))
-        return ExportedFile(self.final, self.pid, self.rows, os.path.getsize(self.final))
+        return ExportedFile(self.tmp, self.pid, self.rows, os.path.getsize(self.tmp))
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):
             self.raw.close()
-        with contextlib.suppress(OSError):
-            os.remove(self.tmp)
+        _unlink(self.tmp)
 
 
 def _compressor(raw: IO[bytes], compression: str) -> Any:
@@ -604,6 +615,162 @@ def _compressor(raw: IO[bytes], compression: str) -> Any:
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
     return raw
+
+
+class _Dest(Protocol):
+    """Where exported files go: a local directory or an S3 prefix."""
+
+    display: str
+    work_dir: str
+    """A local directory for files being written (temporary names)."""
+
+    def prepare(self) -> None: ...
+
+    def names(self) -> dict[str, int]:
+        """Files at the destination (not below it) with their sizes."""
+        ...
+
+    def read(self, name: str) -> bytes | None: ...
+
+    def write(self, name: str, data: bytes) -> None:
+        """Replace `name` with `data` in one step (readers see the old or the new)."""
+        ...
+
+    def publish(self, tmp: str, name: str) -> int:
+        """Put a finished temporary file in place as `name`; returns its size."""
+        ...
+
+    def remove(self, name: str) -> None: ...
+
+    def location(self, name: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class _LocalDest:
+    def __init__(self, path: str) -> None:
+        self.root = path
+        self.display = path
+        self.work_dir = path
+
+    def prepare(self) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        for name in os.listdir(self.root):
+            if name.endswith(TMP_SUFFIX):  # files a killed run left half-written
+                _unlink(os.path.join(self.root, name))
+
+    def names(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for entry in os.scandir(self.root):
+            if entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
+                found[entry.name] = entry.stat().st_size
+        return found
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            with open(os.path.join(self.root, name), "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes) -> None:
+        tmp = os.path.join(self.root, f".{name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, os.path.join(self.root, name))
+
+    def publish(self, tmp: str, name: str) -> int:
+        _fsync(tmp)
+        final = os.path.join(self.root, name)
+        os.replace(tmp, final)
+        return os.path.getsize(final)
+
+    def remove(self, name: str) -> None:
+        _unlink(os.path.join(self.root, name))
+
+    def location(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def close(self) -> None:
+        pass
+
+
+S3_MAX_OBJECT_BYTES = 4 * 2**30
+"""Files cut at this size for S3 when --max-file-size is not given: one PUT takes at most 5 GiB."""
+
+
+class _S3Dest:
+    """An S3 prefix: each file is uploaded whole with one PUT once written, so an
+    object under its final key is always complete (S3 replaces objects atomically)."""
+
+    def __init__(self, url: str, endpoint: str | None) -> None:
+        import tempfile
+
+        from chute.sources.s3 import S3Source, split_url
+
+        self.bucket, prefix = split_url(url)
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        self.display = f"s3://{self.bucket}/{self.prefix}"
+        self.s3 = S3Source([url], endpoint=endpoint)
+        self.work_dir = tempfile.mkdtemp(prefix="chute-export-")
+
+    def prepare(self) -> None:
+        pass
+
+    def names(self) -> dict[str, int]:
+        return {
+            o.key[len(self.prefix) :]: o.size
+            for o in self.s3._list(self.bucket, self.prefix)
+            if "/" not in o.key[len(self.prefix) :]
+        }
+
+    def _request(self, method: str, name: str, body: Any = None) -> Any:
+        from chute.sources.sigv4 import sign
+
+        url = self.s3.object_url(self.bucket, self.prefix + name)
+        what = self.location(name)
+        headers: dict[str, str] = {}
+        if self.s3.credentials is not None:
+            payload = "UNSIGNED-PAYLOAD" if body is not None else EMPTY_PAYLOAD
+            headers = sign(method, url, self.s3.credentials, self.s3._region(self.bucket), payload_hash=payload)
+        try:
+            response = self.s3._client().request(method, url, headers=headers, content=body)
+        except Exception as exc:  # httpx errors: one line, no secret
+            raise TargetError(self.s3.scrub(f"{what}: cannot reach {self.s3._display()}: {exc}")) from None
+        if response.status_code not in (200, 204, 404) or (response.status_code == 404 and method != "GET"):
+            if response.status_code == 404 and method == "DELETE":
+                return response
+            raise self.s3._failure(response, self.bucket, what)
+        return response
+
+    def read(self, name: str) -> bytes | None:
+        response = self._request("GET", name)
+        return None if response.status_code == 404 else bytes(response.content)
+
+    def write(self, name: str, data: bytes) -> None:
+        self._request("PUT", name, data)
+
+    def publish(self, tmp: str, name: str) -> int:
+        size = os.path.getsize(tmp)
+        with open(tmp, "rb") as fh:
+            self._request("PUT", name, fh)
+        return size
+
+    def remove(self, name: str) -> None:
+        self._request("DELETE", name)
+
+    def location(self, name: str) -> str:
+        return f"{self.display}{name}"
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+EMPTY_PAYLOAD = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 def read_manifest(directory: str) -> dict[str, Any] | None:
