@@ -46,7 +46,7 @@ from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
 
 ON_CHANGE = ("skip", "reload", "error")
-METHODS = ("auto", "convert", "pass-through")
+METHODS = ("auto", "convert", "pass-through", "server-side")
 REPAIR_ATTEMPTS = 5
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
@@ -56,6 +56,10 @@ DEFAULT_BATCH_FILES = 64
 # Formats that describe themselves: reading their schema costs no row parsing.
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 
+# Reading settings a server of any version knows, for the server-side path.
+SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
 UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
 
@@ -262,6 +266,8 @@ class _Loader:
         self.deferred: list[tuple[Unit, ChuteError]] = []
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
+        self.server_reach: dict[str, bool] = {}
+        """URLs a server target was probed for: whether it reads them itself."""
         self.row_offsets: dict[str, int] = {}
         """Byte ranges of a big file: the rows of the file before the range."""
         self.ranges_of: dict[str, list[Unit]] = {}
@@ -831,6 +837,17 @@ class _Loader:
         raise AssertionError("unreachable")
 
     def _write(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
+        server_select = self._server_select(batch)
+        if server_select is not None:
+            return self.target.write_select(
+                self.table,
+                self._insert_columns(),
+                server_select,
+                {k: v for k, v in self._format_settings().items() if k in SERVER_READ_SETTINGS} | {"max_threads": 1},
+                count_by_source=by_source,
+                context=batch[0].key,
+                before_commit=self._unchanged_check(batch),
+            )
         if pass_through:
             return self.target.write_raw(
                 self.table,
@@ -842,6 +859,67 @@ class _Loader:
                 self._unchanged_check(batch),
             )
         return self._write_converted(batch, by_source)
+
+    def _server_select(self, batch: list[Unit]) -> str | None:
+        """The SELECT a server target runs to read a URL itself (the third path), or None.
+
+        Chosen by --method auto or server-side when the target is a server, the
+        source can hand the server a url() call, and the server reaches the URL
+        (probed once per URL). The server parses straight into the table's types
+        and fills provenance; one thread keeps row numbers in file order.
+        """
+        unit = batch[0]
+        expression_of = getattr(self.source, "server_expression", None)
+        if (
+            self.opts.method not in ("auto", "server-side")
+            or len(batch) != 1
+            or expression_of is None
+            or getattr(self.target, "address", None) is None
+        ):
+            if self.opts.method == "server-side":
+                raise UsageError(f"{unit.key}: --method server-side needs a server target and an http(s) URL source")
+            return None
+        fmt_name = self._format_name(unit)
+        if fmt_name.endswith("WithNames") and self.target.capabilities.version < (21, 1, 0):
+            # Measured on 18.16: INSERT ... SELECT FROM url(..., 'CSVWithNames') drops the first data row.
+            if self.opts.method == "server-side":
+                raise UsageError(
+                    f"{unit.key}: server {self.target.capabilities.version_text} loses a row of "
+                    "files with a header line when it reads them itself; use --method convert"
+                )
+            return None
+        inputs = self._input_columns()
+        # Old servers take names in a structure string only bare (`a` would name a field "`a`").
+        plain = ", ".join(f"{c.name if _PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
+        expression = expression_of(unit, plain, fmt_name, self.target.capabilities.url_compression)
+        if expression is None or not self._server_reaches(expression, unit):
+            if self.opts.method == "server-side":
+                raise UsageError(
+                    f"{unit.key}: the server cannot read this URL itself (credentials, compression, reach)"
+                )
+            return None
+        exprs = [quote_ident(c.name) for c in inputs]
+        if self._fill_provenance:
+            types = {c.name: c.type for c in self.columns}
+            seconds = unit.mtime_ns // 1_000_000_000
+            values = {
+                "_source": quote_str(unit.source_name),
+                "_source_mtime": f"toDateTime({seconds}, 'UTC')",
+                "_source_row": "rowNumberInAllBlocks() + 1",
+                "_load_id": quote_str(self.load_id),
+            }
+            exprs += [f"CAST({v}, {quote_str(types[n])}) AS {n}" for n, v in values.items()]
+        return f"SELECT {', '.join(exprs)} FROM {expression}"
+
+    def _server_reaches(self, expression: str, unit: Unit) -> bool:
+        if unit.key not in self.server_reach:
+            try:
+                self.target.rows(f"SELECT 1 AS ok FROM {expression} LIMIT 1", context=f"{unit.key}: probing")
+                self.server_reach[unit.key] = True
+            except ChuteError as exc:
+                self.server_reach[unit.key] = False
+                self.report.notes.append(f"{unit.key}: the server cannot read it itself ({exc}); converted here")
+        return self.server_reach[unit.key]
 
     def _pass_through(self, batch: list[Unit]) -> bool:
         """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
@@ -946,7 +1024,7 @@ class _Loader:
         careful = (
             unit.fmt.format in CAREFUL_FORMATS
             and not self.opts.strict
-            and not isinstance(exc, SourceError)
+            and not isinstance(exc, (SourceError, UsageError))
             and self.source.unchanged(unit)
         )
         unknown = UNKNOWN_FIELD.search(str(exc))

@@ -31,6 +31,8 @@ class Capabilities:
     """IPv4 / IPv6 (19.3)."""
     map_type: bool
     """Map(K, V) (21.1)."""
+    url_compression: bool
+    """url(URL, format, structure, compression) (21.1); before it, three arguments only."""
 
     @classmethod
     def for_version(cls, text: str) -> Capabilities:
@@ -47,6 +49,7 @@ class Capabilities:
             codecs=v >= (19, 1, 0),
             ip_types=v >= (19, 3, 0),
             map_type=v >= (21, 1, 0),
+            url_compression=v >= (21, 1, 0),
         )
 
     @property

@@ -55,9 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
     p.add_argument(
         "--method",
-        choices=("auto", "convert", "pass-through"),
+        choices=("auto", "convert", "pass-through", "server-side"),
         default="auto",
-        help="server targets: convert to Native in the engine, or send files as they are (no provenance)",
+        help="server targets: convert to Native in the engine, send files as they are (no provenance), "
+        "or let the server read http(s) URLs itself (auto picks what applies)",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")

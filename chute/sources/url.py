@@ -234,6 +234,18 @@ class UrlSource:
             args.append(f"headers('Authorization' = {quote_str(authorization)})")
         return f"url({', '.join(args)})"
 
+    def server_expression(self, unit: Unit, structure: str, fmt_name: str, compression_ok: bool) -> str | None:
+        """The url() call a ClickHouse server runs to read `unit` itself; None when it
+        cannot: credentials (they would travel in SQL and stay in the server's query
+        log), or compression an old server's url() does not take."""
+        url, authorization = self._read(unit.key)
+        if authorization or (unit.fmt.compression != "none" and not compression_ok):
+            return None
+        args = [quote_str(url), quote_str(fmt_name), quote_str(structure)]
+        if unit.fmt.compression != "none":
+            args.append(quote_str(unit.fmt.compression))
+        return f"url({', '.join(args)})"
+
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         url, authorization = self._read(unit.key)
         return self._call(url, authorization, fmt_name or unit.fmt.format, structure, unit.fmt.compression)

@@ -84,6 +84,20 @@ class Target(Protocol):
         `_source` (or under the key "" when `count_by_source` is false)."""
         ...
 
+    def write_select(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        select: str,
+        settings: Settings,
+        count_by_source: bool,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        """Run `INSERT ... select` in the target itself, all-or-nothing: for a server,
+        the server reads the source (url()); rows per `_source` as write_batch."""
+        ...
+
     def accepts_raw(self, fmt: FileFormat) -> bool:
         """Whether `write_raw` can send files of this format as they are."""
         ...

@@ -87,6 +87,18 @@ class EmbeddedTarget:
             result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
             return stage.commit(count_by_source, result.rows_written, before_commit)
 
+    def write_select(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        select: str,
+        settings: Settings,
+        count_by_source: bool,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        return self.write_batch(table, columns, [select], settings, count_by_source, context, before_commit)
+
     def accepts_raw(self, fmt: FileFormat) -> bool:
         return False  # the engine reads files itself: there is nothing to pass through
 

@@ -199,6 +199,27 @@ class ServerTarget:
         except Exception as exc:  # an engine failure inside the HTTP body
             raise TargetError(f"{context}: {exc}") from exc
 
+    def write_select(
+        self,
+        table: TableName,
+        columns: Sequence[str],
+        select: str,
+        settings: Settings,
+        count_by_source: bool,
+        context: str,
+        before_commit: CommitCheck | None = None,
+    ) -> dict[str, int]:
+        """The server runs the INSERT ... SELECT itself (it reads the source), into a stage."""
+        column_list = ", ".join(quote_ident(c) for c in columns)
+
+        def once() -> dict[str, int]:
+            with Stage(self, table, context, drop_sync=False) as stage:
+                into = stage.table or table
+                self.execute(f"INSERT INTO {into.sql} ({column_list}) {select}", settings, context)
+                return stage.commit(count_by_source, before_commit=before_commit)
+
+        return _with_retries(once)
+
     def accepts_raw(self, fmt: FileFormat) -> bool:
         # Every version parses these from HTTP bodies, gzip-encoded or plain.
         return fmt.format in PASS_THROUGH_FORMATS and fmt.compression in ("gzip", "none")
