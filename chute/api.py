@@ -219,7 +219,8 @@ def load(
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
-    known = tuple((k, e.state) for k, e in ledger.latest().items()) if ledger.exists() else ()
+    latest = ledger.latest() if ledger.exists() else {}
+    known = tuple((k, e.state) for k, e in latest.items())
     patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(
         patterns,
@@ -238,7 +239,7 @@ def load(
     )
     units = source.units()
     loader = _Loader(tgt, source, table_name, opts, progress)
-    report = loader.run(units, on_plan, on_ddl)
+    report = loader.run(units, on_plan, on_ddl, latest)
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -293,12 +294,14 @@ class _Loader:
         units: list[Unit],
         on_plan: Callable[[int, int], None] | None,
         on_ddl: Callable[[str], None] | None,
+        latest: dict[str, LedgerEntry] | None = None,
     ) -> LoadReport:
+        """Plan against the ledger (`latest`, when the caller read it already) and load."""
         if self.table.database:
             self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.table.database)}")
         self.ledger.ensure()
         self.target.prepare(self.table)
-        self.ledger_latest = self.ledger.latest()
+        self.ledger_latest = self.ledger.latest() if latest is None else latest
         for unit in units:
             if unit.is_range:
                 self.ranges_of.setdefault(unit.origin, []).append(unit)
