@@ -131,4 +131,8 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
         from chute.sources.url import UrlSource
 
         return UrlSource(patterns, options.format, options.compression)
+    if scheme in ("postgresql", "postgres", "mysql"):
+        from chute.sources.database import DatabaseSource
+
+        return DatabaseSource(patterns, options)
     raise UsageError(f"unknown source scheme {scheme!r}: give files, directories, globs, s3:// or http(s):// URLs")
