@@ -135,7 +135,8 @@ class LoadOptions:
     split_by: str | None = None
     """For database sources: the column whose ranges make the units (default: the primary key)."""
     where: str | None = None
-    """For database sources: a filter (SQL in the source's dialect) every unit applies."""
+    """For database sources: a filter every unit applies (ClickHouse SQL over the source's columns;
+    simple comparisons are pushed down to the source server)."""
     cursor: str | None = None
     """For database sources: a column that only grows (e.g. updated_at); each run loads the rows past
     the largest value loaded before."""

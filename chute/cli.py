@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
         "sources",
         nargs="+",
         metavar="SOURCE",
-        help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs",
+        help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs; "
+        "postgresql:// or mysql://user@host:port/db/table",
     )
     p.add_argument("--table", "-t", required=True, help="table or db.table")
     p.add_argument(
@@ -69,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
         "size, each resumable (default a sixteenth of --memory-limit, not into partitioned tables; 0 = never)",
     )
     p.add_argument("--split-by", help="database sources: the column whose ranges make the units (default: primary key)")
-    p.add_argument("--where", help="database sources: a filter every unit applies (the source's SQL)")
+    p.add_argument(
+        "--where", help="database sources: a filter every unit applies (ClickHouse SQL over the source's columns)"
+    )
     p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import chute
 
 from .test_server import server_query
