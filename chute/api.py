@@ -1017,6 +1017,9 @@ class _Loader:
                 future.result()
 
     def _fail(self, unit: Unit, message: str, plan: _Plan, rejected: int = 0) -> None:
+        scrub = getattr(self.source, "scrub", None)
+        if scrub is not None:  # a second line of defence: no source secret in the report or ledger
+            message = scrub(message)
         result = plan.results[unit.key]
         result.state = "failed"
         result.error = message
