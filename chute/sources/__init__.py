@@ -135,4 +135,8 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
         from chute.sources.database import DatabaseSource
 
         return DatabaseSource(patterns, options)
+    if scheme == "kafka":
+        from chute.sources.kafka import KafkaSource
+
+        return KafkaSource(patterns, options)
     raise UsageError(f"unknown source scheme {scheme!r}: give files, directories, globs, s3:// or http(s):// URLs")

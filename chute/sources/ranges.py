@@ -8,7 +8,10 @@ the range, not the file.
 The engine reads a range through `url()` from a small HTTP server on
 127.0.0.1 inside this process, which sends the range's bytes straight from the
 file with `sendfile` (no copy through Python, no temporary file). Paths carry a
-random token: only this process knows them.
+random token: only this process knows them. The same server hands the engine
+bytes that exist only in this process (a batch of Kafka messages): `blob_url`
+serves whatever a callback returns, in memory or in a spill file, on every
+request, so the engine can read a unit as often as the loader asks.
 
 Row boundaries: JSON lines and TSV escape newlines inside values, so the next
 newline after an offset ends a row. In CSV a newline inside quotes does not:
@@ -26,6 +29,7 @@ import re
 import secrets
 import socketserver
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -121,6 +125,24 @@ class _Range:
     end: int
 
 
+@dataclass(frozen=True)
+class FileSlice:
+    """Bytes [start, end) of a file (a spilled blob)."""
+
+    path: str
+    start: int
+    end: int
+
+
+Payload = bytes | memoryview | FileSlice
+"""What a blob's callback gives: the bytes themselves, or where they lie on disk."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Blob:
+    provide: Callable[[], Payload]
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -135,10 +157,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._reply(body=True)
 
     def _reply(self, body: bool) -> None:
-        item = self.server.ranges.get(self.path.lstrip("/"))
-        if item is None:
+        found = self.server.ranges.get(self.path.lstrip("/"))
+        if found is None:
             self.send_error(404)
             return
+        data: bytes | memoryview | None = None
+        if isinstance(found, _Blob):
+            try:
+                payload = found.provide()
+            except Exception as exc:  # the engine sees a failed read and reports it
+                self.send_error(503, explain=str(exc)[:500])
+                return
+            if isinstance(payload, FileSlice):
+                found = _Range(payload.path, payload.start, payload.end)
+            else:
+                data = memoryview(payload)
+                found = _Range("", 0, data.nbytes)
+        item = found
         start, end = item.start, item.end
         status = 200
         match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
@@ -156,6 +191,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if not body:
             return
+        if data is not None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.connection.sendall(data[start:end])
+            return
         with contextlib.suppress(BrokenPipeError, ConnectionResetError), open(item.path, "rb") as fh:
             offset = start
             while offset < end:
@@ -171,7 +210,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
-    ranges: dict[str, _Range]
+    ranges: dict[str, _Range | _Blob]
 
 
 _server: _Server | None = None
@@ -179,17 +218,40 @@ _tokens: dict[_Range, str] = {}
 _lock = threading.Lock()
 
 
+def _started() -> _Server:
+    """The loopback server, started on first use (call with `_lock` held)."""
+    global _server
+    if _server is None:
+        _server = _Server(("127.0.0.1", 0), _Handler)
+        _server.ranges = {}
+        threading.Thread(target=_server.serve_forever, name="chute-ranges", daemon=True).start()
+    return _server
+
+
 def range_url(path: str, start: int, end: int) -> str:
     """A loopback URL that serves bytes [start, end) of `path` for this process's engine."""
-    global _server
     with _lock:
-        if _server is None:
-            _server = _Server(("127.0.0.1", 0), _Handler)
-            _server.ranges = {}
-            threading.Thread(target=_server.serve_forever, name="chute-ranges", daemon=True).start()
+        server = _started()
         item = _Range(path, start, end)
         token = _tokens.get(item)
         if token is None:
             token = _tokens[item] = secrets.token_hex(16)
-            _server.ranges[token] = item
-        return f"http://127.0.0.1:{_server.server_address[1]}/{token}"
+            server.ranges[token] = item
+        return f"http://127.0.0.1:{server.server_address[1]}/{token}"
+
+
+def blob_url(provide: Callable[[], Payload]) -> str:
+    """A loopback URL serving what `provide()` returns, called anew for every request
+    (from the server's threads), so its owner may drop the bytes and fetch them again."""
+    with _lock:
+        server = _started()
+        token = secrets.token_hex(16)
+        server.ranges[token] = _Blob(provide)
+        return f"http://127.0.0.1:{server.server_address[1]}/{token}"
+
+
+def forget_url(url: str) -> None:
+    """Stop serving a `blob_url`."""
+    with _lock:
+        if _server is not None:
+            _server.ranges.pop(url.rsplit("/", 1)[-1], None)
