@@ -25,7 +25,7 @@ import chute
 from chute.engine import open_engine
 from chute.errors import UsageError
 from chute.sources import SourceOptions
-from chute.sources.kafka import KafkaSpec, follow, parse_key, unit_key
+from chute.sources.kafka import KafkaSpec, follow, parse_key, unit_key, with_options
 
 from .extservers import KafkaBroker
 
@@ -135,6 +135,9 @@ def test_urls_and_unit_keys() -> None:
             KafkaSpec.parse([bad])
     with pytest.raises(UsageError):
         KafkaSpec.parse(["kafka://b:1/t"], "parquet")
+    flagged = with_options(["kafka://b:1/t?batch=5", "x.json"], group="g", start=None)
+    assert flagged == ["kafka://b:1/t?batch=5&group=g", "x.json"]
+    assert KafkaSpec.parse(flagged[:1]).group == "g"
 
 
 # -- against the broker -----------------------------------------------------------

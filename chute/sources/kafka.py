@@ -914,6 +914,16 @@ def _with_params(pattern: str, extra: dict[str, str]) -> str:
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(params)))
 
 
+def with_options(patterns: list[str], **options: str | int | None) -> list[str]:
+    """kafka:// patterns with options from command-line flags (`group`, `start`, `format`,
+    `batch`, `max_units`) as query parameters; None leaves one out; other patterns pass as they are.
+    For the CLI: `patterns = with_options(patterns, group=args.group, start=args.start)`."""
+    extra = {name: str(value) for name, value in options.items() if value is not None}
+    if not extra:
+        return list(patterns)
+    return [_with_params(p, extra) if p.lower().startswith("kafka://") else p for p in patterns]
+
+
 def follow_patterns(patterns: list[str], units_per_pass: int) -> list[str]:
     """The URLs each pass of `follow` loads: `start=latest` pinned to now (so a later pass
     does not skip what came meanwhile) and at most `units_per_pass` units per pass."""
