@@ -240,7 +240,13 @@ def load(
     )
     units = source.units()
     loader = _Loader(tgt, source, table_name, opts, progress)
-    report = loader.run(units, on_plan, on_ddl, latest)
+    try:
+        report = loader.run(units, on_plan, on_ddl, latest)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    report.notes.extend(getattr(source, "notes", []))
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -781,6 +787,13 @@ class _Loader:
             result.state = "loaded"
             result.rows_loaded = rows.get(unit.key, 0)
         self.ledger.record(batch, "done", self.load_id, rows=rows)
+        self._units_done(batch)
+
+    def _units_done(self, units: list[Unit]) -> None:
+        """Tell the source (Kafka commits its group's offsets for information)."""
+        hook = getattr(self.source, "unit_done", None)
+        if hook is not None:
+            hook(units)
 
     def _place_range(self, unit: Unit, plan: _Plan) -> bool:
         """The row number a range starts after: the rows of the file's earlier ranges.
@@ -1108,3 +1121,4 @@ class _Loader:
         self.ledger.record(
             [unit], "done", self.load_id, rows={unit.key: result.rows_loaded}, rejected={unit.key: checked.rejected}
         )
+        self._units_done([unit])

@@ -74,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
         "--where", help="database sources: a filter every unit applies (ClickHouse SQL over the source's columns)"
     )
     p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
+    p.add_argument("--group", help="kafka sources: a consumer group whose offsets chute commits (information only)")
+    p.add_argument("--start", help="kafka sources: where unknown partitions start: earliest (default), latest, a time")
+    p.add_argument("--batch-messages", type=int, help="kafka sources: messages per unit (default about 16 MiB)")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="kafka sources: keep loading new messages until SIGINT/SIGTERM (each pass a bounded load)",
+    )
     p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
     p.add_argument(
         "--memory-limit",
@@ -206,10 +214,19 @@ def _load(args: argparse.Namespace) -> int:
         options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
     if args.split_size:
         options = dataclasses.replace(options, split_bytes=parse_size(args.split_size))
+    sources = list(args.sources)
+    if any(s.lower().startswith("kafka://") for s in sources):
+        from chute.sources.kafka import with_options
+
+        sources = with_options(sources, group=args.group, start=args.start, batch=args.batch_messages)
+    elif args.follow or args.group or args.start or args.batch_messages:
+        raise UsageError("--follow, --group, --start and --batch-messages are for kafka:// sources")
+    if args.follow:
+        return _follow(args, sources, options)
     show = not args.quiet and not args.json
     with Progress(enabled=show and sys.stderr.isatty()) as progress:
         report = load(
-            args.sources,
+            sources,
             args.table,
             target=args.target,
             options=options,
@@ -232,6 +249,31 @@ def _load(args: argparse.Namespace) -> int:
         message = f"{report.rows_rejected} {rows} rejected; see table {report.table}_rejects"
         print(f"chute: warning: {message}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _follow(args: argparse.Namespace, sources: list[str], options: LoadOptions) -> int:
+    """Bounded loads one after another until SIGINT/SIGTERM; one line per pass that loaded rows."""
+    from chute.sources.kafka import follow
+
+    failed = False
+
+    def one(patterns: list[str]) -> LoadReport:
+        return load(patterns, args.table, target=args.target, options=options)
+
+    def on_pass(report: LoadReport) -> None:
+        nonlocal failed
+        failed = failed or not report.ok
+        if args.json:
+            print(report.to_json(), flush=True)
+        elif not args.quiet and (report.rows_loaded or report.rows_rejected or not report.ok):
+            print(
+                f"{report.rows_loaded:,} rows loaded, {report.rows_rejected:,} rejected, "
+                f"{report.files_failed} units failed ({report.seconds:.2f} s)",
+                flush=True,
+            )
+
+    follow(sources, one, on_pass=on_pass)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _print_report(report: LoadReport) -> None:

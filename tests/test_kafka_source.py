@@ -288,20 +288,13 @@ def test_follow_until_stopped(broker: KafkaBroker, target: str) -> None:
     assert {place: row["id"] for place, row in rows.items()} == {p: i for i, p in enumerate(placed)}
 
 
-FOLLOW_SCRIPT = """
-import sys, chute
-from chute.sources.kafka import follow
-follow([sys.argv[1]], lambda p: chute.load(p, "t", target=sys.argv[2]), idle_seconds=0.1, units_per_pass=2)
-"""
-
-
 def test_sigkill_and_sigterm_while_following(broker: KafkaBroker, tmp_path: Path) -> None:
-    """A producer keeps sending while `follow` is killed at random moments and restarted."""
+    """A producer keeps sending while `chute load --follow` is killed at random moments and restarted."""
     topic = _topic(broker, partitions=2)
     url = f"kafka://{broker.bootstrap}/{topic}?batch=700"
     db = tmp_path / "db"
     placed: list[Placed] = []
-    command = [sys.executable, "-c", FOLLOW_SCRIPT, url, str(db)]
+    command = [sys.executable, "-m", "chute.cli", "load", url, "--table", "t", "--target", str(db), "--follow", "-q"]
     rng = random.Random(5)
     for trial in range(5):
         placed += _produce(broker, topic, _events(len(placed), 4000))
