@@ -13,7 +13,6 @@ log can echo one. Messages chute makes itself are scrubbed as well.
 from __future__ import annotations
 
 import datetime
-import email.utils
 import os
 import re
 import threading
@@ -31,6 +30,7 @@ from chute.schema import Column
 from chute.sources import Unit
 from chute.sources.files import ROW_NUMBER_FORMATS, _known_extension, expand_braces
 from chute.sources.sigv4 import Credentials, canonical_query, quote_path, sign
+from chute.sources.url import http_date_ns
 from chute.sql import quote_str
 
 GLOB_CHARS = frozenset("*?[")
@@ -123,16 +123,6 @@ def _parse_iso(text: str) -> int:
     base = datetime.datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
     fraction = (match.group(2) or "0")[:9].ljust(9, "0")
     return int(base.timestamp()) * 10**9 + int(fraction)
-
-
-def _parse_http_date(text: str | None) -> int:
-    """Nanoseconds since the epoch from an HTTP date (Last-Modified), 0 when absent."""
-    if not text:
-        return 0
-    try:
-        return int(email.utils.parsedate_to_datetime(text).timestamp()) * 10**9
-    except (TypeError, ValueError):
-        return 0
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -324,7 +314,7 @@ class S3Source:
             bucket,
             key,
             int(response.headers.get("content-length") or 0),
-            _parse_http_date(response.headers.get("last-modified")),
+            http_date_ns(response.headers.get("last-modified")),
             response.headers.get("etag", "").strip('"'),
         )
 

@@ -83,11 +83,12 @@ def _etag(value: str | None) -> str:
     return value.strip('"')
 
 
-def _http_date(value: str | None) -> int:
-    if not value:
+def http_date_ns(text: str | None) -> int:
+    """Nanoseconds since the epoch from an HTTP date (Last-Modified), 0 when absent."""
+    if not text:
         return 0
     try:
-        return int(email.utils.parsedate_to_datetime(value).timestamp()) * 10**9
+        return int(email.utils.parsedate_to_datetime(text).timestamp()) * 10**9
     except (TypeError, ValueError):
         return 0
 
@@ -196,7 +197,7 @@ class UrlSource:
         return _Info(
             int(length),
             _etag(response.headers.get("etag")),
-            _http_date(response.headers.get("last-modified")),
+            http_date_ns(response.headers.get("last-modified")),
             str(response.url) if response.history else target.url,
         )
 

@@ -211,11 +211,27 @@ class ServerTarget:
     ) -> dict[str, int]:
         """The server runs the INSERT ... SELECT itself (it reads the source), into a stage."""
         column_list = ", ".join(quote_ident(c) for c in columns)
+        return self._staged(
+            table,
+            context,
+            lambda into: self.execute(f"INSERT INTO {into.sql} ({column_list}) {select}", settings, context),
+            count_by_source,
+            before_commit,
+        )
+
+    def _staged(
+        self,
+        table: TableName,
+        context: str,
+        write: Callable[[TableName], object],
+        count_by_source: bool,
+        before_commit: CommitCheck | None,
+    ) -> dict[str, int]:
+        """`write(table)` into a fresh stage table, then move its rows in; retried whole."""
 
         def once() -> dict[str, int]:
             with Stage(self, table, context, drop_sync=False) as stage:
-                into = stage.table or table
-                self.execute(f"INSERT INTO {into.sql} ({column_list}) {select}", settings, context)
+                write(stage.table or table)
                 return stage.commit(count_by_source, before_commit=before_commit)
 
         return _with_retries(once)
@@ -240,19 +256,19 @@ class ServerTarget:
         server_settings["input_format_skip_unknown_fields"] = 0
         encoding = "gzip" if unit.fmt.compression == "gzip" else None
 
-        def once() -> dict[str, int]:
-            with Stage(self, table, context, drop_sync=False) as stage:
-                into = stage.table or table
-                self.client.insert(
-                    f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
-                    self._file_body(unit.key),
-                    settings=server_settings,
-                    context=context,
-                    content_encoding=encoding,
-                )
-                return stage.commit(False, before_commit=before_commit)
-
-        return _with_retries(once)
+        return self._staged(
+            table,
+            context,
+            lambda into: self.client.insert(
+                f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
+                self._file_body(unit.key),
+                settings=server_settings,
+                context=context,
+                content_encoding=encoding,
+            ),
+            False,
+            before_commit,
+        )
 
     def _file_body(self, path: str) -> Iterator[bytes]:
         with open(path, "rb") as fh:
