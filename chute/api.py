@@ -711,6 +711,12 @@ class _Loader:
             "max_insert_threads": threads,
             "input_format_parallel_parsing": int(parallel_parsing),
             "input_format_skip_unknown_fields": 0,
+            # Read files with pread, not mmap: as fast here, and a mapped 5 GB file would
+            # count in the process's memory (RSS, cgroup limits) while it is read.
+            "storage_file_read_method": "pread",
+            # Parquet: decoded row groups held at once, and insert blocks, within the budget.
+            "input_format_parquet_memory_high_watermark": max(64 * 2**20, self.opts.memory_limit // 4),
+            "min_insert_block_size_bytes": min(256 * 2**20, max(16 * 2**20, self.opts.memory_limit // 8)),
         }
         if parallel_parsing and any(u.key in self.named for u in batch) and self._fill_provenance:
             settings["max_block_size"] = self._first_block(batch)
