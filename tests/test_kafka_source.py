@@ -296,13 +296,13 @@ def test_sigkill_and_sigterm_while_following(broker: KafkaBroker, tmp_path: Path
     placed: list[Placed] = []
     command = [sys.executable, "-m", "chute.cli", "load", url, "--table", "t", "--target", str(db), "--follow", "-q"]
     rng = random.Random(5)
-    for trial in range(5):
+    for trial in range(6):
         placed += _produce(broker, topic, _events(len(placed), 4000))
         proc = subprocess.Popen(command)
         time.sleep(rng.uniform(0.5, 2.0))
         placed += _produce(broker, topic, _events(len(placed), 2000))
         time.sleep(rng.uniform(0.0, 0.5))
-        if trial == 4:
+        if trial == 5:  # after five SIGKILLs, a SIGTERM
             proc.send_signal(signal.SIGTERM)  # the current pass ends, then it stops: exit 0
             assert proc.wait(60) == 0
         else:
