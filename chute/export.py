@@ -351,7 +351,7 @@ class _Exporter:
 
     def _remove_named(self, part: _Partition, present: dict[str, int]) -> None:
         """Files of a partition that a killed run put in place before its manifest said so."""
-        pattern = re.compile(rf"^{re.escape(part.pid)}(\.\d{{3}})?\.{re.escape(self.extension)}$")
+        pattern = re.compile(rf"^{re.escape(part.pid)}(\.\d{{3,}})?\.{re.escape(self.extension)}$")
         for name in present:
             if pattern.match(name):
                 self.out.remove(name)
