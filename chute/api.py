@@ -836,9 +836,12 @@ class _Loader:
             if unit.is_range:
                 # This range and any later one of the file: they load in order.
                 where = f"_source = {quote_str(unit.origin)} AND _source_row > {self.row_offsets.get(unit.key, 0)}"
-                self.target.mutate(self.table, f"DELETE WHERE {where}", f"{unit.key}: removing earlier rows")
-                if self.rejects.exists():
-                    self.target.mutate(self.rejects.name, f"DELETE WHERE {where}", f"{unit.key}: removing rejects")
+                tables = [self.table, self.rejects.name] if self.rejects.exists() else [self.table]
+                for table in tables:
+                    # A mutation costs even when it matches nothing: look first.
+                    found = self.target.rows(f"SELECT count() AS n FROM {table.sql} WHERE {where}")
+                    if int(found[0]["n"]):
+                        self.target.mutate(table, f"DELETE WHERE {where}", f"{unit.key}: removing earlier rows")
 
     def _write_with_repair(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
         """Write a batch; if the target failed while moving rows in, remove what may
