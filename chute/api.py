@@ -446,7 +446,13 @@ class _Loader:
                 columns = with_provenance(columns)
             caps = self.target.capabilities
             columns = [Column(c.name, caps.adapt_type(c.type)) for c in columns]
-            ddl = create_table_sql(self.table, columns, self.opts.order_by, self.opts.partition_by)
+            ddl = create_table_sql(
+                self.table,
+                columns,
+                self.opts.order_by,
+                self.opts.partition_by,
+                codecs=caps.codecs and self.opts.provenance,
+            )
             self.target.execute(ddl, context=f"creating table {self.table}")
             self.report.ddl = ddl
             if on_ddl:
