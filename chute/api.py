@@ -68,6 +68,9 @@ ROW_FIX_BLOCK = 8192
 PARSE_SEGMENT_BYTES = 10 * 2**20
 """The engine's min_chunk_bytes_for_parallel_parsing: the size of its first parsed segment."""
 
+# Units of these sources carry a row count, not a byte count, in `Unit.size`.
+ROW_SIZED_FORMATS = frozenset({"PostgreSQL", "MySQL"})
+
 # Formats whose bad rows can be told apart from good ones by a careful pass.
 CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 
@@ -347,7 +350,9 @@ class _Loader:
         plan = _Plan()
         for unit in units:
             entry = ledger.get(unit.key)
-            result = FileResult(unit.key, "skipped", bytes_in=unit.size)
+            # Database units count rows in `size`, not bytes: they add nothing to "bytes in".
+            sized_in_rows = unit.fmt.format in ROW_SIZED_FORMATS
+            result = FileResult(unit.key, "skipped", bytes_in=0 if sized_in_rows else unit.size)
             plan.results[unit.key] = result
             if entry is None:
                 plan.load.append(unit)
