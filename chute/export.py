@@ -773,24 +773,36 @@ class _S3Dest:
 EMPTY_PAYLOAD = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def read_manifest(directory: str) -> dict[str, Any] | None:
-    """The manifest of an export directory, or None when there is none."""
-    path = os.path.join(directory, MANIFEST)
+def parse_manifest(text: bytes | str, where: str) -> dict[str, Any] | None:
+    """A manifest's content, or None when it is not one this version writes."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise SourceError(f"{path}: unreadable export manifest ({exc})") from None
-    if data.get("chute_export") != MANIFEST_VERSION:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SourceError(f"{where}: unreadable export manifest ({exc})") from None
+    if not isinstance(data, dict) or data.get("chute_export") != MANIFEST_VERSION:
         return None
     return data
 
 
-def manifest_columns(directory: str) -> tuple[list[Column], bool] | None:
-    """(columns with their exact types, whether the export completed) for a directory."""
-    data = read_manifest(directory)
+def read_manifest(directory: str) -> dict[str, Any] | None:
+    """The manifest of an export directory, or None when there is none."""
+    path = os.path.join(directory, MANIFEST)
+    try:
+        with open(path, "rb") as fh:
+            return parse_manifest(fh.read(), path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SourceError(f"{path}: unreadable export manifest ({exc.strerror})") from None
+
+
+def declared(data: dict[str, Any] | None) -> tuple[list[Column], bool] | None:
+    """(columns with their exact types, whether the export completed) from a manifest."""
     if data is None:
         return None
     return [Column(c["name"], c["type"]) for c in data["columns"]], bool(data.get("complete"))
+
+
+def manifest_columns(directory: str) -> tuple[list[Column], bool] | None:
+    """(columns with their exact types, whether the export completed) for a directory."""
+    return declared(read_manifest(directory))

@@ -162,6 +162,7 @@ class S3Source:
         self.endpoint = endpoint
         """A custom endpoint (path-style URLs); None: AWS (virtual-hosted URLs)."""
         self._listings: dict[tuple[str, str], list[S3Object]] = {}
+        self._manifests: dict[tuple[str, str], tuple[list[Column], bool] | None] = {}
         self._lock = threading.Lock()
         self._http: httpx.Client | None = None
 
@@ -413,7 +414,18 @@ class S3Source:
         return self._call(url, fmt_name or fmt.format, structure, fmt.compression), per_unit
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
-        return None  # objects carry no `chute export` manifest chute reads (yet)
+        """The exact types of a `chute export` written to this prefix (its manifest object)."""
+        from chute.export import MANIFEST, declared, parse_manifest
+
+        bucket, key = split_url(unit.key)
+        prefix = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+        if (bucket, prefix) not in self._manifests:
+            what = f"s3://{bucket}/{prefix}{MANIFEST}"
+            response = self._send("GET", bucket, prefix + MANIFEST, {}, what)
+            found = parse_manifest(response.content, what) if response.status_code == 200 else None
+            self._manifests[(bucket, prefix)] = declared(found)
+        columns = self._manifests[(bucket, prefix)]
+        return columns[0] if columns else None
 
     def unchanged(self, unit: Unit) -> bool:
         """HEAD the object: same size and ETag (or, without an ETag, the same second)."""
