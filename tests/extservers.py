@@ -687,8 +687,7 @@ class KafkaBroker(_Server):
             broker._java(
                 "kafka.tools.StorageTool",
                 "format",
-                "--cluster-id",
-                cluster_id,
+                f"--cluster-id={cluster_id}",  # one glued argument: an id may start with "-"
                 "--config",
                 str(root / "server.properties"),
             ),
