@@ -13,6 +13,7 @@ import re
 import resource
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -278,7 +279,7 @@ class _Loader:
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
         self.server_reach: dict[str, bool] = {}
-        """URLs a server target was probed for: whether it reads them itself."""
+        """Origins of URLs a server target was probed for: whether it reads them itself."""
         self.row_offsets: dict[str, int] = {}
         """Byte ranges of a big file: the rows of the file before the range."""
         self.ranges_of: dict[str, list[Unit]] = {}
@@ -949,14 +950,17 @@ class _Loader:
         return f"SELECT {', '.join(exprs)} FROM {expression}"
 
     def _server_reaches(self, expression: str, unit: Unit) -> bool:
-        if unit.key not in self.server_reach:
+        """Probe once per origin (scheme, host, port): reaching one URL there means reaching the rest."""
+        parts = urllib.parse.urlsplit(unit.key)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self.server_reach:
             try:
                 self.target.rows(f"SELECT 1 AS ok FROM {expression} LIMIT 1", context=f"{unit.key}: probing")
-                self.server_reach[unit.key] = True
+                self.server_reach[origin] = True
             except ChuteError as exc:
-                self.server_reach[unit.key] = False
-                self.report.notes.append(f"{unit.key}: the server cannot read it itself ({exc}); converted here")
-        return self.server_reach[unit.key]
+                self.server_reach[origin] = False
+                self.report.notes.append(f"{origin}: the server cannot read it itself ({exc}); converted here")
+        return self.server_reach[origin]
 
     def _pass_through(self, batch: list[Unit]) -> bool:
         """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
@@ -982,6 +986,14 @@ class _Loader:
         memory budget, so memory stays bounded whatever the file's size.
         """
         if not self.partition_key:
+            return selects
+        # The key may name columns the table computes itself (MATERIALIZED, DEFAULT not given):
+        # those are not in the SELECT, so it cannot be sorted by them; the insert goes unsorted.
+        named = {
+            quoted or plain for quoted, plain in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", self.partition_key)
+        }
+        table_names = {c.name for c in self.columns}
+        if (named & table_names) - set(self._insert_columns()):
             return selects
         settings["max_partitions_per_insert_block"] = 0
         settings["max_bytes_before_external_sort"] = self.opts.memory_limit // 2

@@ -130,3 +130,18 @@ def test_wrong_guess_of_the_first_block_is_caught_and_read_again(
     assert report.ok and report.rows_loaded == 40_000
     assert seen == [str(path)]
     assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM t")[0]["bad"] in (0, "0")
+
+
+def test_partition_key_the_table_computes_itself(tmp_path: Path, target: str) -> None:
+    """A key over a MATERIALIZED column is not in the input: the load goes unsorted and still works."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "e.json", "JSONEachRow", UNSORTED.format(rows=5000))
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, month UInt32 MATERIALIZED toYYYYMM(ts), "
+        "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "
+        "_load_id LowCardinality(String)) ENGINE = MergeTree PARTITION BY month ORDER BY tuple()"
+    )
+    report = chute.load([str(path)], "t", target=target)
+    assert report.ok and report.rows_loaded == 5000
+    got = engine.rows("SELECT count() AS c, countIf(month != toYYYYMM(ts)) AS bad FROM t")[0]
+    assert (int(got["c"]), int(got["bad"])) == (5000, 0)
