@@ -611,15 +611,13 @@ class _Loader:
         return {name: (expr, types[name]) for name, expr in values.items()}
 
     def _selects(self, batch: list[Unit]) -> list[str]:
-        return self._selects_for(batch, self._parallel_parsing(batch), self._first_block(batch))
-
-    def _selects_for(self, batch: list[Unit], parallel: bool, block: int = ROW_FIX_BLOCK) -> list[str]:
         """The SELECTs that read a batch: one per stream the target takes.
 
         Files of one directory and format are read by a single file() call over
         their names (as `file('dir/*.json.gz')` would), which the engine
         schedules better than a UNION ALL of one call per file.
         """
+        parallel, block = self._parallel_parsing(batch), self._first_block(batch)
         streams = min(self.target.parallel_streams, len(batch))
         groups = [batch[i::streams] for i in range(streams)]
         selects: list[str] = []
