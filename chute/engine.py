@@ -52,7 +52,7 @@ class Engine:
     _lock = threading.Lock()
     _open_path: str | None = None
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, config_file: str | None = None) -> None:
         import chdb  # imported late: loading the engine takes a moment
 
         self.path = path
@@ -65,7 +65,8 @@ class Engine:
                     "chDB holds one database directory per process"
                 )
             try:
-                self._conn = chdb.connect(path)
+                # A config file is read once, when the first connection starts the engine.
+                self._conn = chdb.connect(f"{path}?config-file={config_file}" if config_file else path)
             except Exception as exc:
                 raise translate_engine_error(exc, f"cannot open embedded database {path}") from exc
             Engine._open_path = path
@@ -158,15 +159,26 @@ def _check_writable(path: str) -> None:
 _engines: dict[str, Engine] = {}
 
 
-def open_engine(path: str) -> Engine:
-    """The engine for a directory (or MEMORY), shared by every call in this process."""
+def close_engines() -> None:
+    """Close every engine of this process (the next open starts the engine afresh)."""
+    for engine in list(_engines.values()):
+        engine.close()
+
+
+def open_engine(path: str, config_file: str | None = None) -> Engine:
+    """The engine for a directory (or MEMORY), shared by every call in this process.
+
+    With `config_file` (chDB's server-style XML, e.g. to keep a query log) the
+    engine is started afresh with it."""
     real = path if path == MEMORY else os.path.abspath(path)
+    if config_file is not None:
+        close_engines()
     engine = _engines.get(real)
     if engine is None:
         if _engines:
             for old in list(_engines.values()):
                 old.close()
             _engines.clear()
-        engine = Engine(real)
+        engine = Engine(real, config_file)
         _engines[real] = engine
     return engine

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chute.engine import Settings, _engines
-from chute.errors import ChuteError, TargetError, UsageError, translate_engine_error
+from chute.engine import Settings, open_engine
+from chute.errors import ChuteError, TargetError, UsageError
 from chute.sql import quote_str
 from chute.targets import Target, open_target
 from chute.targets.embedded import EmbeddedTarget
@@ -313,19 +313,8 @@ def _opened(spec: str | None, password_file: str | None, insecure: bool) -> Iter
     # chDB reads its config once, when the first connection of the process
     # starts the engine: restart it with a config that has a query log. The
     # target's own connection then shares that engine, which stays armed.
-    path = os.path.abspath(tgt.path)
-    for engine in list(_engines.values()):
-        engine.close()
-    import chdb
-
     with tempfile.TemporaryDirectory(prefix="chute-query-log-") as tmp:
         config = Path(tmp) / "query_log.xml"
         config.write_text(EMBEDDED_QUERY_LOG_CONFIG, encoding="utf-8")
-        try:
-            starter = chdb.connect(f"{path}?config-file={config}")
-        except Exception as exc:
-            raise translate_engine_error(exc, f"cannot open embedded database {tgt.path}") from exc
-        try:
-            yield EmbeddedTarget(tgt.path)
-        finally:
-            starter.close()
+        open_engine(tgt.path, config_file=str(config))
+        yield EmbeddedTarget(tgt.path)
