@@ -37,6 +37,19 @@ def write_with_engine(engine, path: Path, fmt: str, select: str, compression: st
     return path
 
 
+def table_checksum(db: Path, checksum_sql: str, table: str = "t") -> tuple[int, int]:
+    """(rows, hash) from `checksum_sql` (columns n and h) in a database directory; (0, 0)
+    when the table is not there yet. Opens and closes the directory's engine."""
+    engine = open_engine(str(db))
+    try:
+        if not engine.rows(f"SELECT count() AS n FROM system.tables WHERE name = '{table}'")[0]["n"]:
+            return 0, 0
+        row = engine.rows(checksum_sql)[0]
+        return int(row["n"]), int(row["h"])
+    finally:
+        engine.close()
+
+
 def set_mtime(path: Path, seconds: int) -> None:
     os.utime(path, (seconds, seconds))
 

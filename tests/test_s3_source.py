@@ -28,6 +28,7 @@ from chute.sources import SourceOptions, open_source
 from chute.sources.s3 import S3Source, glob_regex
 from chute.sources.sigv4 import Credentials, sign
 
+from .conftest import table_checksum
 from .extservers import S3Server
 
 OBJECTS = 300
@@ -296,14 +297,7 @@ def _command(endpoint: str, db: Path) -> list[str]:
 
 
 def _checksum(db: Path) -> tuple[int, int]:
-    engine = open_engine(str(db))
-    try:
-        if not engine.rows("SELECT count() AS n FROM system.tables WHERE name = 't'")[0]["n"]:
-            return 0, 0
-        row = engine.rows(CHECKSUM)[0]
-        return int(row["n"]), int(row["h"])
-    finally:
-        engine.close()
+    return table_checksum(db, CHECKSUM)
 
 
 @pytest.mark.slow

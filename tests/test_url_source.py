@@ -33,7 +33,7 @@ from chute.errors import SourceError
 from chute.sources import SourceOptions, open_source
 from chute.sources.url import UrlSource
 
-from .conftest import write_with_engine
+from .conftest import table_checksum, write_with_engine
 
 FILES = 40
 ROWS = 25_000
@@ -249,14 +249,7 @@ def _command(urls: list[str], db: Path) -> list[str]:
 
 
 def _checksum(db: Path) -> tuple[int, int]:
-    engine = open_engine(str(db))
-    try:
-        if not engine.rows("SELECT count() AS n FROM system.tables WHERE name = 't'")[0]["n"]:
-            return 0, 0
-        row = engine.rows(CHECKSUM)[0]
-        return int(row["n"]), int(row["h"])
-    finally:
-        engine.close()
+    return table_checksum(db, CHECKSUM)
 
 
 @pytest.mark.slow
