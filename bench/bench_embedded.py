@@ -15,6 +15,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -57,13 +58,26 @@ def main(argv: list[str] | None = None) -> int:
         engine.execute("DROP TABLE IF EXISTS _chute_ledger SYNC")
         engine.execute(f"CREATE TABLE {table} ({body}) ENGINE = MergeTree ORDER BY tuple()")
 
+    def quiesce() -> None:
+        """Wait for background merges (of the last run's parts) to end, so no
+        method is timed while an earlier one's merges use the cores."""
+        deadline, idle = time.monotonic() + 60, 0
+        while time.monotonic() < deadline and idle < 5:
+            idle = 0 if int(engine.rows("SELECT count() AS n FROM system.merges")[0]["n"]) else idle + 1
+            time.sleep(0.1)
+
+    def parts_of(table: str) -> int:
+        return int(engine.rows(f"SELECT count() AS n FROM system.parts WHERE active AND table = '{table}'")[0]["n"])
+
     def rows_in(table: str) -> int:
         return int(engine.rows(f"SELECT count() AS n FROM {table}")[0]["n"])
 
     times: dict[str, list[float]] = {"bare": [], "chute": [], "chute_create": []}
     sizes: dict[str, int] = {}
+    parts: dict[str, int] = {}
     for _ in range(args.repeat):
         fresh("bare", plain)
+        quiesce()
         seconds, _ = timed(lambda: engine.execute(f"INSERT INTO bare SELECT * FROM file({quote_str(glob)})"))
         assert rows_in("bare") == args.rows, "bare engine lost rows"
         times["bare"].append(seconds)
@@ -71,17 +85,22 @@ def main(argv: list[str] | None = None) -> int:
             engine.rows("SELECT sum(bytes_on_disk) AS b FROM system.parts WHERE active AND table = 'bare'")[0]["b"]
         )
 
+        parts["bare"] = parts_of("bare")
         fresh("t", with_prov)
+        quiesce()
         seconds, report = timed(lambda: chute.load([str(data)], table="t", target=db))
         assert report.rows_loaded == args.rows == rows_in("t"), "chute lost rows"
         times["chute"].append(seconds)
         sizes["chute"] = report.table_bytes_on_disk
+        parts["chute"] = parts_of("t")
 
         engine.execute("DROP TABLE IF EXISTS t2 SYNC")
         engine.execute("DROP TABLE IF EXISTS _chute_ledger SYNC")
+        quiesce()
         seconds, report = timed(lambda: chute.load([str(data)], table="t2", target=db))
         assert report.rows_loaded == args.rows == rows_in("t2")
         times["chute_create"].append(seconds)
+        parts["chute_create"] = parts_of("t2")
 
     bare = median(times["bare"])
     rows = []
@@ -93,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for key, label in labels.items():
         t = median(times[key])
-        results[key] = {"seconds": t, "runs": times[key], "ratio_to_bare": t / bare}
+        results[key] = {"seconds": t, "runs": times[key], "ratio_to_bare": t / bare, "parts": parts[key]}
         rows.append(
             [
                 label,
@@ -101,13 +120,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.rows / t:,.0f}",
                 f"{input_bytes / 1e6 / t:.1f}",
                 f"{t / bare:.2f}",
+                str(parts[key]),
             ]
         )
     print(
         f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 1e6:.1f} MB; "
         f"median of {args.repeat} runs"
     )
-    print_table(["method", "seconds", "rows/s", "MB/s in", "ratio to bare"], rows)
+    print_table(["method", "seconds", "rows/s", "MB/s in", "ratio to bare", "parts after"], rows)
     print(f"\nP1 chute / bare = {results['chute']['ratio_to_bare']:.3f} (target <= 1.0, goal 0.95)")
     path = save_results(
         "embedded",

@@ -37,8 +37,11 @@ def _database(table: TableName) -> str:
 class Stage:
     """A stage table for one batch; `table` is None when the target cannot stage."""
 
-    def __init__(self, db: _Sql, target: TableName, context: str, drop_sync: bool = True) -> None:
+    def __init__(
+        self, db: _Sql, target: TableName, context: str, drop_sync: bool = True, hold_merges: bool = False
+    ) -> None:
         self.db = db
+        self.hold_merges = hold_merges
         self.drop_suffix = " SYNC" if drop_sync else ""
         self.target = target
         self.context = context
@@ -53,6 +56,9 @@ class Stage:
             name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
             self.table = TableName(self.target.database, name)
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
+            if self.hold_merges:
+                # Merging parts that move into the target anyway would take cores from the load.
+                self.db.execute(f"SYSTEM STOP MERGES {self.table.sql}", context=self.context)
         return self
 
     def __exit__(
