@@ -8,6 +8,7 @@ adds the provenance columns, and writes the parts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import resource
@@ -446,7 +447,7 @@ class _Loader:
             except ChuteError as exc:
                 last_error = exc
                 continue
-            clash = [c.name for c in columns if c.name in PROVENANCE_NAMES]
+            clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | self._extra_names]
             if clash and self.opts.provenance:
                 raise SchemaError(
                     f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance"
@@ -454,7 +455,7 @@ class _Loader:
             # An export of a table with provenance: with --no-provenance those columns are data.
             self.provenance_as_data = bool(clash)
             if self.opts.provenance:
-                columns = with_provenance(columns)
+                columns = with_provenance(columns, self._extra_provenance)
             caps = self.target.capabilities
             columns = [Column(c.name, caps.adapt_type(c.type)) for c in columns]
             ddl = create_table_sql(
@@ -488,7 +489,22 @@ class _Loader:
     def _input_columns(self) -> list[Column]:
         if self.provenance_as_data and not self.opts.provenance:
             return [c for c in self.columns if c.insertable]
-        return [c for c in self.columns if c.insertable and c.name not in PROVENANCE_NAMES]
+        return [c for c in self.columns if c.insertable and c.name not in PROVENANCE_NAMES | self._extra_names]
+
+    @functools.cached_property
+    def _extra_provenance(self) -> list[tuple[str, str]]:
+        """Provenance columns a source adds to the four (a Kafka message's key): (name, type)."""
+        extra = getattr(self.source, "extra_provenance_columns", None)
+        return list(extra()) if extra is not None and self.opts.provenance else []
+
+    @functools.cached_property
+    def _extra_names(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self._extra_provenance)
+
+    def _extra_filled(self) -> list[str]:
+        """The source's extra provenance columns the table has (older tables may lack them)."""
+        present = {c.name for c in self.columns}
+        return [name for name, _ in self._extra_provenance if name in present] if self._fill_provenance else []
 
     def _batches(self, units: list[Unit]) -> list[list[Unit]]:
         batches: list[list[Unit]] = []
@@ -613,6 +629,10 @@ class _Loader:
             "_source_row": f"({row_expression}) + {offset}" if offset else row_expression,
             "_load_id": quote_str(self.load_id),
         }
+        per_row = getattr(self.source, "provenance_expressions", None)
+        if per_row is not None:
+            wanted = set(values) | set(self._extra_filled())
+            values.update({k: v for k, v in per_row(unit, row_expression).items() if k in wanted})
         return {name: (expr, types[name]) for name, expr in values.items()}
 
     def _selects(self, batch: list[Unit]) -> list[str]:
@@ -669,7 +689,7 @@ class _Loader:
     def _insert_columns(self) -> list[str]:
         names = [c.name for c in self._input_columns()]
         if self._fill_provenance:
-            names += ["_source", "_source_mtime", "_source_row", "_load_id"]
+            names += ["_source", "_source_mtime", "_source_row", "_load_id", *self._extra_filled()]
         return names
 
     def _format_settings(self) -> dict[str, str | int | float]:
@@ -1114,6 +1134,14 @@ class _Loader:
             # The careful pass could not read it either (truncated archive, I/O): the first error says most.
             self._fail(unit, str(exc), plan)
 
+    def _row_of(self, unit: Unit) -> Callable[[str], str]:
+        """`_source_row` from a record's 1-based position in the unit, as the careful pass counts."""
+        by_source = getattr(self.source, "row_at_position", None)
+        if by_source is not None:
+            return functools.partial(by_source, unit)
+        offset = self.row_offsets.get(unit.key, 0)
+        return (lambda row: f"{row} + {offset}") if offset else str
+
     def _careful(self, unit: Unit, plan: _Plan) -> None:
         """Load the good rows of `unit`; keep every bad one in the rejects table."""
         inputs = self._input_columns()
@@ -1138,7 +1166,7 @@ class _Loader:
                 self.target.write_batch(
                     self.rejects.name,
                     REJECT_COLUMNS,
-                    [checked.rejects_select(unit.source_name, self.load_id, types, self.row_offsets.get(unit.key, 0))],
+                    [checked.rejects_select(unit.source_name, self.load_id, types, self._row_of(unit))],
                     {"max_threads": 1},
                     count_by_source=False,
                     context=f"{unit.key}: writing rejects",
@@ -1155,7 +1183,7 @@ class _Loader:
             counts = self.target.write_batch(
                 self.table,
                 self._insert_columns(),
-                [checked.good_select(inputs, self._provenance(unit, "row"), self.row_offsets.get(unit.key, 0))],
+                [checked.good_select(inputs, functools.partial(self._provenance, unit), self._row_of(unit))],
                 {"max_threads": self.workers, "max_insert_threads": self.workers},
                 count_by_source=False,
                 context=unit.key,

@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
@@ -104,9 +105,15 @@ class CheckedRows:
     """JSON: the good records as the engine's own parser read them (integers wide),
     with the record number in `__chute_row` and `overflow` for values out of range."""
 
-    def good_select(self, columns: list[Column], provenance: dict[str, tuple[str, str]], row_offset: int = 0) -> str:
-        """The good rows; `provenance` maps a column to (SQL, type); `row` is the record
-        number, after `row_offset` rows (a byte range of a bigger file)."""
+    def good_select(
+        self,
+        columns: list[Column],
+        provenance: Callable[[str], dict[str, tuple[str, str]]],
+        row_of: Callable[[str], str] = str,
+    ) -> str:
+        """The good rows; `provenance(row)` maps a column to (SQL, type) given SQL for the
+        row's `_source_row`, which `row_of` makes of the record's 1-based position (for a
+        byte range of a bigger file: plus the rows before it; for Kafka: the offset)."""
         if self.parsed is None:
             exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
             row, source = "row", f"{self.table.sql} WHERE reason = ''"
@@ -116,18 +123,20 @@ class CheckedRows:
                 name = quote_ident(c.name)
                 exprs.append(f"accurateCast({name}, {quote_str(c.type)}) AS {name}" if widened(c.type) else name)
             row, source = "__chute_row", f"{self.parsed.sql} WHERE overflow = ''"
-        if row_offset:
-            row = f"{row} + {row_offset}"
+        row = row_of(row)
+        values = provenance(row)
         exprs += [
             f"CAST({row if name == '_source_row' else expr}, {quote_str(t)}) AS {name}"
-            for name, (expr, t) in provenance.items()
+            for name, (expr, t) in values.items()
         ]
         return f"SELECT {', '.join(exprs)} FROM {source}"
 
-    def rejects_select(self, source: str, load_id: str, types: dict[str, str], row_offset: int = 0) -> str:
+    def rejects_select(
+        self, source: str, load_id: str, types: dict[str, str], row_of: Callable[[str], str] = str
+    ) -> str:
         return (
             f"SELECT CAST({quote_str(source)}, {quote_str(types['_source'])}) AS _source, "
-            f"CAST(row + {row_offset}, {quote_str(types['_source_row'])}) AS _source_row, "
+            f"CAST({row_of('row')}, {quote_str(types['_source_row'])}) AS _source_row, "
             f"substring(raw, 1, {RAW_LIMIT}) AS raw, reason AS error, "
             f"CAST({quote_str(load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
             f"CAST(now64(3), {quote_str(types['at'])}) AS at "

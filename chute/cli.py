@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
     p.add_argument("--group", help="kafka sources: a consumer group whose offsets chute commits (information only)")
     p.add_argument("--start", help="kafka sources: where unknown partitions start: earliest (default), latest, a time")
+    p.add_argument(
+        "--avro-schema", metavar="FILE", help="kafka sources, --format avro|avro-confluent: the writer's .avsc schema"
+    )
     p.add_argument("--batch-messages", type=int, help="kafka sources: messages per unit (default about 16 MiB)")
     p.add_argument(
         "--follow",
@@ -218,9 +221,11 @@ def _load(args: argparse.Namespace) -> int:
     if any(s.lower().startswith("kafka://") for s in sources):
         from chute.sources.kafka import with_options
 
-        sources = with_options(sources, group=args.group, start=args.start, batch=args.batch_messages)
-    elif args.follow or args.group or args.start or args.batch_messages:
-        raise UsageError("--follow, --group, --start and --batch-messages are for kafka:// sources")
+        sources = with_options(
+            sources, group=args.group, start=args.start, batch=args.batch_messages, schema=args.avro_schema
+        )
+    elif args.follow or args.group or args.start or args.batch_messages or args.avro_schema:
+        raise UsageError("--follow, --group, --start, --batch-messages and --avro-schema are for kafka:// sources")
     if args.follow:
         return _follow(args, sources, options)
     show = not args.quiet and not args.json

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,7 @@ def _nullable_safe(order_by: str, columns: list[Column]) -> bool:
     return not (nullable & named)
 
 
-def with_provenance(columns: list[Column]) -> list[Column]:
+def with_provenance(columns: list[Column], extra: Sequence[tuple[str, str]] = ()) -> list[Column]:
+    """`columns` plus the provenance columns (and a source's `extra` ones) they lack."""
     present = {c.name for c in columns}
-    return columns + [Column(n, t) for n, t in PROVENANCE_COLUMNS if n not in present]
+    return columns + [Column(n, t) for n, t in (*PROVENANCE_COLUMNS, *extra) if n not in present]

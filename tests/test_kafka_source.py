@@ -355,3 +355,119 @@ def test_load_into_a_server_target(broker: KafkaBroker, server_url: str, clickho
         assert unit is not None and unit.start <= int(row) < unit.end
         found[(unit.partition, int(row))] = int(ident)
     assert found == {p: i for i, p in enumerate(placed)}
+
+
+def _produce_keyed(
+    broker: KafkaBroker, topic: str, messages: list[tuple[bytes | None, bytes | None, int]]
+) -> list[Placed]:
+    """Send (key, value, timestamp ms) triples; where each went."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "acks": "all"})
+    placed: list[Placed | None] = [None] * len(messages)
+
+    def report(i: int) -> Any:
+        def done(err: Any, msg: Any) -> None:
+            assert err is None, err
+            placed[i] = (msg.partition(), msg.offset())
+
+        return done
+
+    for i, (key, value, stamp) in enumerate(messages):
+        producer.produce(topic, value, key=key, timestamp=stamp, on_delivery=report(i))
+    assert producer.flush(30) == 0
+    return [p for p in placed if p is not None]
+
+
+def test_keys_and_timestamps_are_provenance(broker: KafkaBroker, target: str) -> None:
+    """Each row carries its message's key (`_source_key`, null without one) and
+    timestamp (`_source_mtime`), also for rows of the careful pass."""
+    topic = _topic(broker, partitions=2)
+    base = 1_700_000_000_000
+    values = _events(0, 900)
+    values[444] = b"{broken"
+    messages = [(None if i % 5 == 0 else f"k\t{i}\n".encode(), v, base + i * 1001) for i, v in enumerate(values)]
+    placed = _produce_keyed(broker, topic, messages)
+    report = _load(topic, broker, target, "batch=200")
+    assert report.ok and report.rows_loaded == 899 and report.rows_rejected == 1
+    rows = _rows(target, columns="id, _source_key, toUnixTimestamp64Milli(_source_mtime) AS ms")
+    expected = {p: messages[i] for i, p in enumerate(placed) if i != 444}
+    assert {p: (r["_source_key"], int(r["ms"])) for p, r in rows.items()} == {
+        p: (k.decode() if k is not None else None, ms) for p, (k, _, ms) in expected.items()
+    }
+    columns = {r["name"]: r["type"] for r in open_engine(target).rows("DESCRIBE TABLE t")}
+    assert columns["_source_key"] == "Nullable(String)"
+
+
+def test_keys_with_gaps_in_offsets(broker: KafkaBroker, target: str) -> None:
+    """Transaction markers and tombstones leave gaps: keys are looked up by offset."""
+    topic = _topic(broker, partitions=1)
+    values = _events(0, 300)
+    values[7] = None
+    placed = _produce(broker, topic, values, transactional=True)  # key = the index
+    report = _load(topic, broker, target, "batch=120")
+    assert report.ok and report.rows_loaded == 299
+    rows = _rows(target, columns="id, _source_key")
+    assert {p: r["_source_key"] for p, r in rows.items()} == {
+        p: str(i) for i, p in enumerate(placed) if values[i] is not None
+    }
+
+
+def test_csv_messages(broker: KafkaBroker, target: str) -> None:
+    topic = _topic(broker, partitions=2)
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE t (id Int64, name String, score Float64, _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id"
+    )  # an existing table without `_source_key`: loads fill what it has
+    values: list[bytes | None] = [f'{i},"user {i}",{i / 4}'.encode() for i in range(600)]
+    values[10] = b'10,"two\nlines, and a comma",2.5\r\n'
+    values[20] = b"20,too few"
+    values[30] = b"thirty,x,1"
+    placed = _produce(broker, topic, values)
+    report = _load(topic, broker, target, "format=csv&batch=150")
+    assert report.ok and report.rows_loaded == 598 and report.rows_rejected == 2
+    rows = _rows(target, columns="id, name")
+    assert {p: r["id"] for p, r in rows.items()} == {p: i for i, p in enumerate(placed) if i not in (20, 30)}
+    assert rows[placed[10]]["name"] == "two\nlines, and a comma"
+    rejects = engine.rows("SELECT raw FROM t_rejects ORDER BY raw")
+    assert [r["raw"] for r in rejects] == ["20,too few", "thirty,x,1"]
+
+
+@pytest.mark.parametrize("confluent", [False, True])
+def test_avro_messages_with_a_schema_file(broker: KafkaBroker, target: str, tmp_path: Path, confluent: bool) -> None:
+    """Bare Avro datums (or Confluent's framing: magic byte + schema id) with the writer's schema."""
+    import io
+
+    fastavro = pytest.importorskip("fastavro")
+    schema = {
+        "type": "record",
+        "name": "Event",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "name", "type": "string"},
+            {"name": "score", "type": ["null", "double"]},
+            {"name": "tags", "type": {"type": "array", "items": "string"}},
+        ],
+    }
+    path = tmp_path / "event.avsc"
+    path.write_text(json.dumps(schema))
+    parsed = fastavro.parse_schema(schema)
+    values: list[bytes | None] = []
+    for i in range(700):
+        out = io.BytesIO()
+        if confluent:
+            out.write(b"\x00" + (42).to_bytes(4, "big"))
+        record = {"id": i, "name": f"user {i}", "score": None if i % 3 else i / 2, "tags": [str(i)] * (i % 3)}
+        fastavro.schemaless_writer(out, parsed, record)
+        values.append(out.getvalue())
+    placed = _produce(broker, topic := _topic(broker), values)
+    fmt = "avro-confluent" if confluent else "avro"
+    report = _load(topic, broker, target, f"format={fmt}&schema={path}&batch=250")
+    assert report.ok and report.rows_loaded == 700, [f.error for f in report.files if f.error]
+    rows = _rows(target, columns="id, name, score, tags, _source_key")
+    assert {p: r["id"] for p, r in rows.items()} == {p: i for i, p in enumerate(placed)}
+    sample = rows[placed[9]]
+    assert (sample["name"], sample["score"], sample["tags"], sample["_source_key"]) == ("user 9", 4.5, [], "9")
+    with pytest.raises(UsageError, match="schema="):
+        KafkaSpec.parse([f"kafka://{broker.bootstrap}/{topic}?format=avro"])

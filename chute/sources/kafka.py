@@ -14,7 +14,8 @@ Kafka's consumer-group offsets are never read: with `group=G` they are
 committed, for people and tools that watch the group, and nothing else.
 
 The messages of a unit are fetched with confluent-kafka and joined into one
-byte buffer (JSON lines, or escaped text for raw messages), which the engine
+byte buffer (JSON lines, CSV records, escaped text for raw messages, or an Avro
+container whose blocks are the bare datums), which the engine
 reads through `url()` from the loopback server in ranges.py, as often as the
 loader asks (inference, load, careful pass). Python never parses a message.
 Buffers live in a cache (memory, then spill files) and are fetched again if
@@ -27,11 +28,15 @@ gaps (transaction markers, compaction, tombstones) the offsets of its
 messages go to the engine as a second buffer and the row's offset is looked
 up in it. (A JSON message of only whitespace is skipped by the engine's
 reader and shifts the offsets of the rows after it in its unit; not checked.)
-`_source_mtime` is the timestamp of the unit's last message (one small fetch
-per unit while planning). Keys, headers and per-message timestamps are not
-carried: that would take a per-message loop in Python and a loader hook.
+`_source_mtime` is the message's own timestamp and `_source_key` its key
+(Nullable(String)): both go to the engine as buffers beside the messages
+(RowBinary timestamps, TSV keys) and are looked up by the row's position.
+The careful pass numbers records 1-based; `row_at_position` turns that into
+the offset. Headers are not carried.
 
-Options (query string): `format=json|raw` (raw: one `message String` column),
+Options (query string): `format=json|csv|raw|avro|avro-confluent` (raw: one
+`message String` column; avro: bare datums, avro-confluent: each after
+Confluent's 5-byte header, both with `schema=FILE.avsc`),
 `start=earliest|latest|TIME` (where a partition with nothing in the ledger
 starts; TIME is epoch milliseconds or ISO 8601), `group=G`, `batch=N`
 (messages per unit), `max_units=N` (units planned per run).
@@ -45,6 +50,7 @@ import atexit
 import bisect
 import contextlib
 import datetime
+import json
 import logging
 import os
 import re
@@ -60,6 +66,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -77,10 +84,18 @@ MESSAGE_FORMATS = {
     "jsonl": "JSONEachRow",
     "ndjson": "JSONEachRow",
     "jsoneachrow": "JSONEachRow",
+    "csv": "CSV",
     "raw": "CustomSeparated",
     "string": "CustomSeparated",
+    "avro": "Avro",
+    "avro-confluent": "Avro",
 }
+AVRO_FORMATS = frozenset({"avro", "avro-confluent"})
+CONFLUENT_HEADER = 5
+"""Bytes before the Avro datum in Confluent's wire format: a zero magic byte and a 4-byte schema id."""
 RAW_COLUMN = "message"
+KEY_COLUMN = ("_source_key", "Nullable(String)")
+"""The message key: a provenance column of Kafka loads (null for messages without a key)."""
 
 TARGET_UNIT_BYTES = 16 * 2**20
 """A unit's size when `batch` is not given (estimated from a message at its end)."""
@@ -165,6 +180,7 @@ class KafkaSpec:
     group: str | None = None
     batch: int | None = None
     max_units: int | None = None
+    avro_schema: str = ""  # the writer's schema (JSON text) for Avro messages
 
     @property
     def host(self) -> str:
@@ -199,13 +215,18 @@ class KafkaSpec:
                 params[name] = value
         if len(bootstraps) > 1:
             raise UsageError("one Kafka cluster per load: the URLs name different brokers")
-        unknown = set(params) - {"format", "start", "group", "batch", "max_units"}
+        unknown = set(params) - {"format", "start", "group", "batch", "max_units", "schema"}
         if unknown:
-            known = "format, start, group, batch, max_units"
+            known = "format, start, group, batch, max_units, schema"
             raise UsageError(f"kafka sources: unknown option {', '.join(sorted(unknown))} (known: {known})")
         fmt = (params.get("format") or format_override or "json").lower()
         if fmt not in MESSAGE_FORMATS:
-            raise UsageError(f"kafka sources: format={fmt} is not supported; json or raw")
+            raise UsageError(f"kafka sources: format={fmt} is not supported; json, csv, raw, avro or avro-confluent")
+        avro_schema = ""
+        if fmt in AVRO_FORMATS:
+            avro_schema = _read_schema(params.get("schema"))
+        elif params.get("schema"):
+            raise UsageError("kafka sources: schema= is for format=avro or avro-confluent")
         start = params.get("start", "earliest")
         if start not in ("earliest", "latest"):
             _parse_time(start)
@@ -223,7 +244,46 @@ class KafkaSpec:
             params.get("group") or None,
             numbers["batch"],
             numbers["max_units"],
+            avro_schema,
         )
+
+
+def _read_schema(path: str | None) -> str:
+    """An Avro schema file (.avsc), checked to be JSON; messages hold datums without it."""
+    if not path:
+        raise UsageError("kafka sources: Avro messages need the writer's schema: schema=/path/to/file.avsc")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        json.loads(text)
+    except OSError as exc:
+        raise UsageError(f"schema={path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"schema={path}: not a JSON Avro schema ({exc})") from None
+    return text
+
+
+def _long(n: int) -> bytes:
+    """An Avro long: zigzag, then base-128 varint."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def avro_header(schema: str, sync: bytes) -> bytes:
+    """The header of an Avro object container file: the engine's Avro reader wants one,
+    and Kafka messages carry bare datums; each consumed batch then becomes one block."""
+    meta = {"avro.schema": schema.encode(), "avro.codec": b"null"}
+    body = b"".join(_long(len(k)) + k.encode() + _long(len(v)) + v for k, v in meta.items())
+    return b"Obj\x01" + _long(len(meta)) + body + _long(0) + sync
+
+
+def _escape_keys(keys: list[bytes | None]) -> bytes:
+    """Keys as one TSV column of Nullable(String): `\\N` for a missing key, the rest escaped."""
+    return b"".join(b"\\N\n" if k is None else _escape_raw(k).replace(b"\n", b"\\n") + b"\n" for k in keys)
 
 
 # -- fetching ----------------------------------------------------------------
@@ -239,6 +299,8 @@ class _Fetched:
     count: int  # messages in the buffer
     skipped: int  # messages without a payload (null or empty), left out
     offsets: bytes | None = None  # RowBinary UInt64 offsets of the rows, when they have gaps
+    timestamps: bytes = b""  # RowBinary Int64 message timestamps (ms), one per row
+    keys: bytes = b""  # TSV Nullable(String) message keys, one per row
 
     def payload(self) -> Payload:
         if self.data is not None:
@@ -366,22 +428,28 @@ class _Reader:
                 yield batch
         self.next = end
 
-    def read(self, start: int, end: int, name: str, buffer: _Buffer, raw: bool) -> _Fetched:
-        """Offsets [start, end) joined into one buffer, one message per line."""
+    def read(self, start: int, end: int, name: str, buffer: _Buffer, framing: Framing) -> _Fetched:
+        """Offsets [start, end) joined into one buffer the engine reads in `framing`'s format,
+        with each row's timestamp and key (and offset, where offsets have gaps) beside it."""
         count = skipped = 0
         offsets: array[int] | None = None
+        timestamps = array("q")
+        keys: list[bytes] = []
         expected = start
+        keep_empty = framing.kind == "raw"
         with self.lock:
             try:
+                if framing.header:
+                    buffer.add(framing.header)
                 for batch in self._messages(start, end, name):
                     first, last = batch[0].offset(), batch[-1].offset()
                     values = [m.value() for m in batch]
                     kept = batch
-                    if None in values or (not raw and b"" in values):
-                        # Tombstones (and empty JSON messages) hold no row: left out, so the offsets have gaps.
-                        kept = [m for m, v in zip(batch, values, strict=True) if v or (raw and v is not None)]
+                    if None in values or (not keep_empty and b"" in values):
+                        # Tombstones (and empty messages) hold no row: left out, so the offsets have gaps.
+                        kept = [m for m, v in zip(batch, values, strict=True) if v or (keep_empty and v is not None)]
                         skipped += len(batch) - len(kept)
-                        values = [v for v in values if v or (raw and v is not None)]
+                        values = [v for v in values if v or (keep_empty and v is not None)]
                     gaps = first != expected or last - first + 1 != len(batch) or len(kept) != len(batch)
                     if gaps and offsets is None:
                         offsets = array("Q", range(start, start + count))
@@ -390,17 +458,9 @@ class _Reader:
                     expected = last + 1
                     if not values:
                         continue
-                    chunk = b"\n".join(values)
-                    if chunk.count(b"\n") != len(values) - 1:
-                        # A message with newlines inside: JSON whitespace, or escaped for raw.
-                        if raw:
-                            values = [_escape_raw(v).replace(b"\n", b"\\n") for v in values]
-                            chunk = b"\n".join(values)
-                        else:
-                            chunk = b"\n".join(v.replace(b"\r\n", b" ").replace(b"\n", b" ") for v in values)
-                    elif raw:
-                        chunk = _escape_raw(chunk)
-                    buffer.add(chunk + b"\n")
+                    timestamps.extend([m.timestamp()[1] for m in kept])
+                    keys.append(_escape_keys([m.key() for m in kept]))
+                    buffer.add(framing.frame(values))
                     count += len(values)
             except BaseException:
                 buffer.discard()
@@ -413,7 +473,71 @@ class _Reader:
             count,
             skipped,
             offsets.tobytes() if offsets is not None else None,
+            timestamps.tobytes(),
+            b"".join(keys),
         )
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a unit's messages become one buffer in the engine format: one message, one row."""
+
+    kind: str  # json | csv | raw | avro
+    header: bytes = b""  # written once at the start of a unit's buffer (Avro's container header)
+    sync: bytes = b""
+    strip: int = 0  # bytes cut from the front of each message (Confluent's schema id header)
+
+    @classmethod
+    def for_spec(cls, spec: KafkaSpec) -> Framing:
+        if spec.message_format in AVRO_FORMATS:
+            sync = os.urandom(16)
+            strip = CONFLUENT_HEADER if spec.message_format == "avro-confluent" else 0
+            return cls("avro", avro_header(spec.avro_schema, sync), sync, strip)
+        kind = {"JSONEachRow": "json", "CSV": "csv", "CustomSeparated": "raw"}[spec.engine_format]
+        return cls(kind)
+
+    def frame(self, values: list[bytes]) -> bytes:
+        """One consumed batch of message payloads (none empty, except raw ones) as bytes."""
+        if self.kind == "avro":
+            if self.strip:
+                values = [v[self.strip :] for v in values]
+            body = b"".join(values)
+            return _long(len(values)) + _long(len(body)) + body + self.sync
+        chunk = b"\n".join(values)
+        if chunk.count(b"\n") != len(values) - 1:
+            # Newlines inside messages: escaped for raw, JSON whitespace for JSON; a CSV
+            # message loses its line end (quoted newlines are the parser's business).
+            if self.kind == "raw":
+                chunk = b"\n".join(_escape_raw(v).replace(b"\n", b"\\n") for v in values)
+            elif self.kind == "json":
+                chunk = b"\n".join(v.replace(b"\r\n", b" ").replace(b"\n", b" ") for v in values)
+            else:
+                chunk = b"\n".join(v.rstrip(b"\r\n") for v in values)
+            return chunk + b"\n"
+        return (_escape_raw(chunk) if self.kind == "raw" else chunk) + b"\n"
+
+
+@dataclass(frozen=True)
+class _UnitUrls:
+    data: str
+    timestamps: str
+    keys: str
+    offsets: str | None
+
+    def all(self) -> list[str]:
+        return [u for u in (self.data, self.timestamps, self.keys, self.offsets) if u]
+
+
+def _column_array(url: str, fmt: str, type_: str) -> str:
+    """A scalar subquery: one column of a loopback buffer as an array, read once per statement.
+
+    Text is ordered by row number (the engine may parse it in parallel segments);
+    values go through a tuple, since groupArray leaves NULLs out.
+    """
+    call = f"url({quote_str(url)}, {quote_str(fmt)}, {quote_str('v ' + type_)})"
+    if fmt == "RowBinary":
+        return f"(SELECT groupArray(v) FROM {call})"
+    return f"(SELECT arrayMap(x -> x.1, groupArray(tuple(v))) FROM (SELECT v FROM {call} ORDER BY _row_number))"
 
 
 # -- the source --------------------------------------------------------------
@@ -481,6 +605,7 @@ class KafkaSource:
             raise UsageError("kafka sources: --compression does not apply (the client undoes Kafka's own compression)")
         self.options = options
         self.fmt = FileFormat(self.spec.engine_format, "none")
+        self.framing = Framing.for_spec(self.spec)
         self.notes: list[str] = []
         """What a person should hear about this run (gaps, skipped messages)."""
         self._config: dict[str, Any] = {
@@ -514,7 +639,7 @@ class KafkaSource:
         self._order: list[Unit] = []
         self._cache = _Cache()
         self._futures: dict[str, Future[_Fetched]] = {}
-        self._urls: dict[str, tuple[str, str | None]] = {}
+        self._urls: dict[str, _UnitUrls] = {}
         self._requested = -1  # the furthest unit (in plan order) the loader asked for
         self._wake = threading.Condition(self._lock)
         self._prefetch: threading.Thread | None = None
@@ -739,9 +864,7 @@ class KafkaSource:
             memory_left = max(0, MEMORY_CACHE - self._cache.memory)
         buffer = _Buffer(self._spill_dir, memory_left)
         try:
-            fetched = self._reader(r.topic, r.partition).read(
-                r.start, r.end, key, buffer, self.spec.engine_format == "CustomSeparated"
-            )
+            fetched = self._reader(r.topic, r.partition).read(r.start, r.end, key, buffer, self.framing)
         except BaseException as exc:
             with self._lock:
                 self._futures.pop(key, None)
@@ -816,44 +939,68 @@ class KafkaSource:
             self._futures[key] = future
             return future
 
-    def _urls_for(self, unit: Unit) -> tuple[str, str | None]:
-        """Loopback URLs for the unit's buffer and (where offsets have gaps) its offsets."""
+    def _urls_for(self, unit: Unit) -> _UnitUrls:
+        """Loopback URLs for the unit's buffer, its rows' timestamps and keys, and
+        (where offsets have gaps) its rows' offsets."""
         self._asked(unit)
         fetched = self._fetched(unit.key)
         with self._lock:
             urls = self._urls.get(unit.key)
         if urls is None:
             ref, key = weakref.ref(self), unit.key
-            url = blob_url(lambda: _live(ref, key).payload())
-            offsets_url = blob_url(lambda: _live(ref, key).offsets or b"") if fetched.offsets is not None else None
+            urls = _UnitUrls(
+                blob_url(lambda: _live(ref, key).payload()),
+                blob_url(lambda: _live(ref, key).timestamps),
+                blob_url(lambda: _live(ref, key).keys),
+                blob_url(lambda: _live(ref, key).offsets or b"") if fetched.offsets is not None else None,
+            )
             with self._lock:
-                self._held.urls += [u for u in (url, offsets_url) if u]
-                urls = self._urls.setdefault(key, (url, offsets_url))
+                self._held.urls += urls.all()
+                urls = self._urls.setdefault(key, urls)
         return urls
 
     # -- Source ---------------------------------------------------------------
 
     def offset_expression(self, unit: Unit) -> str:
         """SQL for a row's offset, from the engine's 0-based `_row_number` in the unit's buffer."""
-        _, offsets_url = self._urls_for(unit)
-        if offsets_url is None:
+        urls = self._urls_for(unit)
+        if urls.offsets is None:
             return f"({self._plans[unit.key].range.start} + _row_number)"
-        offsets = f"(SELECT groupArray(o) FROM url({quote_str(offsets_url)}, 'RowBinary', 'o UInt64'))"
-        return f"arrayElement({offsets}, _row_number + 1)"
+        return f"arrayElement({_column_array(urls.offsets, 'RowBinary', 'UInt64')}, _row_number + 1)"
+
+    def extra_provenance_columns(self) -> list[tuple[str, str]]:
+        """Provenance columns beyond the four every source fills: the message key."""
+        return [KEY_COLUMN]
+
+    def provenance_expressions(self, unit: Unit, row_expression: str) -> dict[str, str]:
+        """Per-message provenance, looked up by the row's offset (`row_expression`):
+        `_source_mtime` is the message's timestamp, `_source_key` its key."""
+        urls = self._urls_for(unit)
+        offset = f"toUInt64({row_expression})"
+        if urls.offsets is None:
+            index = f"({offset} - {self._plans[unit.key].range.start} + 1)"
+        else:
+            index = f"indexOfAssumeSorted({_column_array(urls.offsets, 'RowBinary', 'UInt64')}, {offset})"
+        stamps = _column_array(urls.timestamps, "RowBinary", "Int64")
+        return {
+            "_source_mtime": f"fromUnixTimestamp64Milli(arrayElement({stamps}, {index}), 'UTC')",
+            KEY_COLUMN[0]: f"arrayElement({_column_array(urls.keys, 'TSV', KEY_COLUMN[1])}, {index})",
+        }
 
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
-        url, _ = self._urls_for(unit)
+        url = self._urls_for(unit).data
         fmt = fmt_name or self.fmt.format
         args = [quote_str(url), quote_str(fmt)]
         if structure is not None:
             args.append(quote_str(structure))
-        call = f"url({', '.join(args)})"
-        if fmt == "LineAsString" and structure == "line String":
-            # The careful pass numbers lines by `_row_number` + 1: hand it offset - 1, so its
-            # numbers (the rejects' and the good rows' `_source_row`) are offsets too.
-            offset = self.offset_expression(unit)
-            return f"(SELECT line, o AS _row_number FROM (SELECT line, {offset} - 1 AS o FROM {call}))"
-        return call
+        return f"url({', '.join(args)})"
+
+    def row_at_position(self, unit: Unit, position: str) -> str:
+        """The offset of the message at 1-based `position` in the unit (the careful pass counts so)."""
+        urls = self._urls_for(unit)
+        if urls.offsets is None:
+            return f"(toUInt64({position}) + {self._plans[unit.key].range.start - 1})"
+        return f"arrayElement({_column_array(urls.offsets, 'RowBinary', 'UInt64')}, toUInt64({position}))"
 
     def combined_expression(
         self, units: list[Unit], structure: str, fmt_name: str | None = None
