@@ -7,6 +7,7 @@ adds the provenance columns, and writes the parts.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import os
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from chute.careful import check_delimited, check_json_lines, has_header, widened
+from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
 from chute.engine import MEMORY
 from chute.errors import (
     ChuteError,
@@ -46,6 +47,7 @@ from chute.sources import Source, SourceOptions, Unit, open_source
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
+from chute.tolerant import SKIP_ERRORS, ErrorFiles, kept_row_to_position, scratch_path
 
 ON_CHANGE = ("skip", "reload", "error")
 METHODS = ("auto", "convert", "pass-through", "server-side")
@@ -174,6 +176,10 @@ def _partitioned(target: Target, table: TableName) -> bool:
     return bool(found) and "PARTITION BY" in str(found[0]["ddl"]).upper()
 
 
+class _Unreconciled(Exception):
+    """A dirty batch whose skipped records cannot be told apart for sure: careful pass instead."""
+
+
 class RowNumbersOff(TargetError):
     """Row numbers from a parallel parse that cannot be mended: read the file again by one thread."""
 
@@ -291,6 +297,8 @@ class _Loader:
         """Average line length of CSV/TSV files with a header (sizes the first parsed block)."""
         self.serial_parse: set[str] = set()
         """Files whose row numbers came out wrong under parallel parsing: read by one thread."""
+        self.tolerant_tried: set[str] = set()
+        """Units whose batch took the one-pass way for dirty JSON lines (tried once)."""
         self.partition_key = ""
         """The table's PARTITION BY: rows are grouped by it before they are written."""
         self.sorting_key = ""
@@ -346,11 +354,9 @@ class _Loader:
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
-            rows, self.report.table_bytes_on_disk = self.target.table_stats(self.table)
-            # MergeTree keeps its row count in its parts; other engines are counted.
-            self.report.table_rows = (
-                rows if self.stageable else int(self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])
-            )
+            # Counted: the parts' row counts (system.tables) include rows a lightweight DELETE removed.
+            self.report.table_rows = int(self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])
+            self.report.table_bytes_on_disk = self.target.table_stats(self.table)[1]
         return self.report
 
     def _plan(self, units: list[Unit], ledger: dict[str, LedgerEntry]) -> _Plan:
@@ -1063,6 +1069,8 @@ class _Loader:
         """A batch that did not load: transient errors go up, else isolate and retry."""
         if not exc.terminal:
             raise exc
+        if self._tolerant_fits(batch, exc) and self._load_tolerant(batch, plan):
+            return
         culprit = self._culprit(exc, batch)
         if len(batch) > 1 and culprit is not None:
             # The engine named the file: it alone takes the slow way; the rest retry together.
@@ -1076,6 +1084,172 @@ class _Loader:
                     future.result()
             return
         self._after_failure(batch[0], exc, plan)
+
+    def _tolerant_fits(self, batch: list[Unit], exc: ChuteError) -> bool:
+        """Local JSON-lines files into the embedded engine, with provenance in a stage
+        table whose `_source_row` can be mended, tried once: see chute/tolerant.py."""
+        return (
+            not self.opts.strict
+            and all(u.fmt.format == "JSONEachRow" and not u.is_range and "://" not in u.key for u in batch)
+            and getattr(self.target, "address", None) is None
+            and self._fill_provenance
+            and self.stageable
+            and "_source_row" not in self.sorting_key
+            and not isinstance(exc, (SourceError, UsageError))
+            and not UNKNOWN_FIELD.search(str(exc))
+            and not any(u.key in self.tolerant_tried for u in batch)
+            and all(self.source.unchanged(u) for u in batch)
+        )
+
+    def _load_tolerant(self, batch: list[Unit], plan: _Plan) -> bool:
+        """Load a dirty batch in one pass that skips bad records; False (nothing written)
+        when something does not reconcile and the files must take the careful way."""
+        self.tolerant_tried.update(u.key for u in batch)
+        errors = ErrorFiles.for_keys([u.key for u in batch])
+        by_key = {u.key: u for u in batch}
+        outcome: dict[str, dict[str, int]] = {}
+
+        def check(stage: TableName | None, counts: dict[str, int]) -> None:
+            self._unchanged_check(batch)(stage, counts)
+            assert stage is not None
+            bad = {k: v for k, v in errors.positions(self.target.engine).items() if v}
+            rejected = self._tolerant_rejects(bad, counts, by_key) if bad else {}
+            if bad:
+                dirty = ", ".join(quote_str(k) for k in bad)
+                self.target.mutate(
+                    stage,
+                    f"UPDATE _source_row = {kept_row_to_position(bad)} WHERE _source IN ({dirty})",
+                    "numbering the kept rows",
+                )
+            budget = ErrorBudget.parse(self.opts.max_errors)
+            over = [k for k, n in rejected.items() if not budget.allows(n, n + counts.get(k, 0))]
+            if over:
+                keys = ", ".join(quote_str(k) for k in over)
+                self.target.mutate(stage, f"DELETE WHERE _source IN ({keys})", "removing files over --max-errors")
+            outcome.update(counts=counts, rejected=rejected, over={k: 1 for k in over})
+
+        settings = {**self._settings(batch), **SKIP_ERRORS}
+        selects = [errors.wrap(u.key, self._select_sql([u]), settings) for u in batch]
+        try:
+            self.target.write_batch(
+                self.table,
+                self._insert_columns(),
+                selects,
+                settings,
+                count_by_source=True,
+                context=f"batch of {len(batch)} files, skipping bad rows",
+                before_commit=check,
+            )
+        except _Unreconciled:
+            return False
+        except ChuteError as exc:
+            if not exc.terminal:
+                raise
+            return False  # (an overflow the SELECT's exact casts refuse, say): the careful pass
+        finally:
+            errors.remove()
+        counts, rejected, over = outcome["counts"], outcome["rejected"], outcome["over"]
+        loaded = [u for u in batch if u.key not in over]
+        for unit in batch:
+            result = plan.results[unit.key]
+            result.rows_rejected = rejected.get(unit.key, 0)
+            if unit.key in over:
+                self._fail(
+                    unit,
+                    f"{unit.key}: {result.rows_rejected} of {result.rows_rejected + counts.get(unit.key, 0)} rows "
+                    f"rejected, over --max-errors {self.opts.max_errors}; nothing of the file was loaded "
+                    f"(see table {self.rejects.name})",
+                    plan,
+                    rejected=result.rows_rejected,
+                )
+            else:
+                result.state = "loaded"
+                result.rows_loaded = counts.get(unit.key, 0)
+        if loaded:
+            self.ledger.record(
+                loaded,
+                "done",
+                self.load_id,
+                rows={u.key: counts.get(u.key, 0) for u in loaded},
+                rejected={u.key: rejected.get(u.key, 0) for u in loaded},
+            )
+            self._units_done(loaded)
+        return True
+
+    def _tolerant_rejects(
+        self, bad: dict[str, list[int]], kept: dict[str, int], by_key: dict[str, Unit]
+    ) -> dict[str, int]:
+        """Read the skipped records back by line number, give each its reason, keep them in
+        the rejects table; rejected rows per file. Raises _Unreconciled when lines and
+        records disagree (blank lines, or counts that do not add up)."""
+        engine = self.target.engine
+        reads = []
+        for key, positions in bad.items():
+            lines = self.source.table_expression(by_key[key], "line String", "LineAsString")
+            # Lines = kept + skipped records proves there are no blank lines (the parser skips
+            # those without counting them); empty ones are counted to be sure.
+            reads.append(
+                f"SELECT {quote_str(key)} AS f, count() AS n, countIf(line = '') AS blanks, "
+                "arrayMap(x -> base64Encode(x), groupArrayIf(line, (_row_number + 1) IN "
+                f"({', '.join(map(str, positions))}))) AS bad FROM {lines}"
+            )
+        found = engine.rows(
+            " UNION ALL ".join(reads),
+            {"max_threads": self.workers, "input_format_parallel_parsing": 0},
+            context="reading the skipped records",
+        )
+        texts: list[bytes] = []
+        sources: list[str] = []
+        rows: list[int] = []
+        for got in found:
+            key, positions = str(got["f"]), bad[str(got["f"])]
+            if (
+                int(got["blanks"])
+                or int(got["n"]) != kept.get(key, 0) + len(positions)
+                or len(got["bad"]) != len(positions)
+            ):
+                raise _Unreconciled(key)
+            texts += [base64.b64decode(t) for t in got["bad"]]
+            sources += [by_key[key].source_name] * len(positions)
+            rows += positions
+        path = scratch_path()
+        try:
+            with open(path, "wb") as out:
+                out.write(b"".join(t + b"\n" for t in texts))
+            checked = check_json_lines(
+                engine,
+                f"file({quote_str(path)}, 'LineAsString', 'line String')",
+                self._input_columns(),
+                {"max_threads": 1},
+                self._format_settings(),
+            )
+        finally:
+            os.remove(path)
+        try:
+            self.rejects.ensure()
+            for key in bad:
+                self.rejects.clear(by_key[key].source_name)
+            types = self.rejects.types()
+            source_list = "[" + ", ".join(quote_str(s) for s in sources) + "]"
+            row_list = "[" + ", ".join(map(str, rows)) + "]"
+            self.target.write_batch(
+                self.rejects.name,
+                REJECT_COLUMNS,
+                [
+                    f"SELECT CAST(arrayElement({source_list}, row), {quote_str(types['_source'])}) AS _source, "
+                    f"CAST(arrayElement({row_list}, row), {quote_str(types['_source_row'])}) AS _source_row, "
+                    f"substring(raw, 1, {RAW_LIMIT}) AS raw, "
+                    "if(reason = '', 'the JSON parser refused the record', reason) AS error, "
+                    f"CAST({quote_str(self.load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
+                    f"CAST(now64(3), {quote_str(types['at'])}) AS at FROM {checked.table.sql}"
+                ],
+                {"max_threads": 1},
+                count_by_source=False,
+                context="writing rejects",
+            )
+        finally:
+            checked.drop(engine)
+        return {key: len(positions) for key, positions in bad.items()}
 
     @staticmethod
     def _culprit(exc: ChuteError, batch: list[Unit]) -> Unit | None:

@@ -220,3 +220,87 @@ def test_blank_lines_do_not_count_as_records(tmp_path: Path, target: str) -> Non
         (3, 3),
     ]
     assert engine.rows("SELECT _source_row FROM t_rejects") == [{"_source_row": 2}]
+
+
+SKIPPABLE = [  # bad records the engine's parser skips alone (an unterminated object takes the next line too)
+    ('{"id": "text", "small": 4, "name": "x", "at": "2026-01-01 00:00:00"}', "column id"),
+    ('{"id": 7, "small": 7, "name": "bad date", "at": "2026-13-45 99:00:00"}', "column at"),
+    ("not json at all", "invalid JSON"),
+    ("[1, 2, 3]", "not a JSON object"),
+]
+
+
+def _dirty_files(directory: Path, files: int, lines: int) -> dict[tuple[str, int], str]:
+    """JSON-lines files with bad records spread over them; (file, line) -> expected reason."""
+    directory.mkdir()
+    expected = {}
+    for f in range(files):
+        out = []
+        for n in range(1, lines + 1):
+            if (n + f) % 37 == 0:
+                text, why = SKIPPABLE[(n + f) % len(SKIPPABLE)]
+                expected[(str(directory / f"part{f}.jsonl.gz"), n)] = why
+            else:
+                text = f'{{"id": {f * lines + n}, "small": {n % 200}, "name": "r{n}", "at": "2026-01-01 00:00:00"}}'
+            out.append(text)
+        (directory / f"part{f}.jsonl.gz").write_bytes(gzip.compress(("\n".join(out) + "\n").encode()))
+    return expected
+
+
+def test_dirty_json_batch_in_one_pass(tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several dirty files in one batch: good rows keep their line numbers, each bad one is
+    kept with its reason, and no file needs the per-file careful pass."""
+    import chute.api
+
+    def no_careful(*args: object) -> None:
+        raise AssertionError("the careful pass was not needed")
+
+    monkeypatch.setattr(chute.api._Loader, "_careful", no_careful)
+    engine = _table(target)
+    expected = _dirty_files(tmp_path / "in", files=6, lines=500)
+    report = chute.load([str(tmp_path / "in")], table="t", target=target)
+    assert report.ok and report.rows_rejected == len(expected)
+    _accounted(report, 6 * 500)
+    rejects = engine.rows("SELECT _source, _source_row, error, raw FROM t_rejects")
+    assert {(r["_source"], int(r["_source_row"])) for r in rejects} == set(expected)
+    for r in rejects:
+        assert expected[(r["_source"], int(r["_source_row"]))] in r["error"], r
+    rows = engine.rows("SELECT _source, _source_row, id FROM t")
+    for r in rows:  # the id encodes file and line: the row number must match it
+        f = int(r["_source"].rsplit("part", 1)[1].split(".")[0])
+        assert int(r["id"]) == f * 500 + int(r["_source_row"]), r
+    assert len(rows) == 6 * 500 - len(expected)
+
+
+def test_dirty_json_batch_with_blank_lines_or_over_budget(tmp_path: Path, target: str) -> None:
+    """A blank line makes lines and records disagree: the careful pass takes over, still exact.
+    A file over --max-errors fails alone; the rest of its batch loads."""
+    engine = _table(target)
+    expected = _dirty_files(tmp_path / "in", files=4, lines=300)
+    blank = tmp_path / "in" / "part1.jsonl.gz"
+    text = gzip.decompress(blank.read_bytes()).decode().split("\n")
+    text.insert(10, "")
+    blank.write_bytes(gzip.compress("\n".join(text).encode()))
+    expected = {(k, n + 1 if k == str(blank) and n > 10 else n): why for (k, n), why in expected.items()}
+    report = chute.load([str(tmp_path / "in")], table="t", target=target)
+    assert report.ok and report.rows_rejected == len(expected)
+    rejects = engine.rows("SELECT _source, _source_row FROM t_rejects")
+    found = {(r["_source"], int(r["_source_row"])) for r in rejects}
+    # Blank lines do not count as records: numbers after it are one less than lines.
+    assert found == {(k, n - 1 if k == str(blank) and n > 11 else n) for k, n in expected}
+
+    worse = tmp_path / "worse"
+    worse.mkdir()
+    for i in range(3):
+        lines = [f'{{"id": {i * 100 + n}, "small": 1, "name": "x", "at": "2026-01-01 00:00:00"}}' for n in range(100)]
+        if i == 2:
+            lines[5:25] = ["not json"] * 20
+        else:
+            lines[50] = "not json"
+        (worse / f"w{i}.jsonl").write_text("\n".join(lines) + "\n")
+    second = chute.load([str(worse)], table="t", target=target, options=chute.LoadOptions(max_errors="5%"))
+    assert not second.ok
+    states = {Path(f.source).name: f.state for f in second.files}
+    assert states == {"w0.jsonl": "loaded", "w1.jsonl": "loaded", "w2.jsonl": "failed"}
+    assert engine.rows("SELECT count() AS n FROM t WHERE _source LIKE '%/w2.jsonl'")[0]["n"] == 0
+    assert second.rows_rejected == 22

@@ -61,6 +61,8 @@ class EmbeddedTarget:
         Stage.drop_stale(self, table)
 
     def mutate(self, table: TableName, command: str, context: str) -> None:
+        # Mutations run in the merge pool: a stage table holding merges would never finish one.
+        self.execute(f"SYSTEM START MERGES {table.sql}", context=context)
         self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
 
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
