@@ -387,8 +387,8 @@ class _Loader:
         self.deferred: list[tuple[Unit, ChuteError]] = []
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
-        self.server_reach: dict[str, bool] = {}
-        """Origins of URLs a server target was probed for: whether it reads them itself."""
+        self.server_reach: dict[str, str | None] = {}
+        """Origins a server target was probed for: why it cannot read them itself (None: it can)."""
         self.row_offsets: dict[str, int] = {}
         """Byte ranges of a big file: the rows of the file before the range."""
         self.ranges_of: dict[str, list[Unit]] = {}
@@ -1066,10 +1066,10 @@ class _Loader:
         unit = batch[0]
         cluster = self.opts.cluster
         asked = self.opts.method == "server-side" or cluster is not None
+        blocker_of = getattr(self.source, "server_blocker", None)
         if (
             self.opts.method not in ("auto", "server-side")
-            or len(batch) != 1
-            or not hasattr(self.source, "server_expression")
+            or blocker_of is None
             or getattr(self.target, "address", None) is None
         ):
             if asked:
@@ -1077,48 +1077,49 @@ class _Loader:
                 raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
             return None
         caps = self.target.capabilities
-        fmt_name = self._format_name(unit)
-        if fmt_name.endswith("WithNames") and caps.version < (21, 1, 0):
-            # Measured on 18.16: INSERT ... SELECT FROM url(..., 'CSVWithNames') drops the first data row.
-            if asked:
-                raise UsageError(
-                    f"{unit.key}: server {caps.version_text} loses a row of "
-                    "files with a header line when it reads them itself; use --method convert"
-                )
-            return None
-        types = {c.name: c.type for c in self.columns} if self._fill_provenance else None
-        read = server_side_select(
-            self.source, unit, fmt_name, self._input_columns(), caps, types, self.load_id, cluster
-        )
-        if read is None:
-            blocker_of = getattr(self.source, "server_blocker", None)
-            reason = (blocker_of(unit, caps, cluster) if blocker_of is not None else None) or "not offered"
-            if asked:
-                raise UsageError(f"{unit.key}: the server cannot read it itself ({reason})")
-            self._note(f"{_origin(unit)}: the server cannot read it itself ({reason}); converted here")
-            return None
-        if not self._server_reaches(read.expression, unit):
-            if asked:
-                raise UsageError(f"{unit.key}: the server cannot read it itself (see the notes)")
-            return None
-        return read.select
+        blocker = blocker_of(unit, caps, cluster)
+        if blocker is None:
+            if len(batch) != 1:  # not batched when the server may read them (_server_side_possible)
+                return None
+            fmt_name = self._format_name(unit)
+            if fmt_name.endswith("WithNames") and caps.version < (21, 1, 0):
+                # Measured on 18.16: INSERT ... SELECT FROM url(..., 'CSVWithNames') drops the first data row.
+                if asked:
+                    raise UsageError(
+                        f"{unit.key}: server {caps.version_text} loses a row of "
+                        "files with a header line when it reads them itself; use --method convert"
+                    )
+                return None
+            types = {c.name: c.type for c in self.columns} if self._fill_provenance else None
+            read = server_side_select(
+                self.source, unit, fmt_name, self._input_columns(), caps, types, self.load_id, cluster
+            )
+            if read is None:
+                return None
+            blocker = self._server_unreached(read.expression, unit)
+            if blocker is None:
+                return read.select
+        if asked:
+            raise UsageError(f"{unit.key}: the server cannot read it itself ({blocker})")
+        self._note(f"{_origin(unit)}: the server cannot read it itself ({blocker}); converted here")
+        return None
 
     def _note(self, note: str) -> None:
         """A note for the report, once per load."""
         if note not in self.report.notes:
             self.report.notes.append(note)
 
-    def _server_reaches(self, expression: str, unit: Unit) -> bool:
-        """Probe once per origin (scheme, host, port; an S3 bucket): reaching one object
+    def _server_unreached(self, expression: str, unit: Unit) -> str | None:
+        """Why the server cannot read `unit` (its error, without secrets), None when it can.
+        Probed once per origin (scheme, host, port; an S3 bucket): reaching one object
         there means reaching the rest."""
         origin = _origin(unit)
         if origin not in self.server_reach:
             try:
                 self.target.rows(f"SELECT 1 AS ok FROM {expression} LIMIT 1", context=f"{unit.key}: probing")
-                self.server_reach[origin] = True
+                self.server_reach[origin] = None
             except ChuteError as exc:
-                self.server_reach[origin] = False
-                self._note(f"{origin}: the server cannot read it itself ({self._scrubbed(exc)}); converted here")
+                self.server_reach[origin] = str(self._scrubbed(exc))
         return self.server_reach[origin]
 
     def _pass_through(self, batch: list[Unit]) -> bool:
