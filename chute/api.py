@@ -135,7 +135,7 @@ class LoadOptions:
     "server-side" (the server reads http(s) URLs and s3:// objects itself),
     or "auto" (server-side or pass-through where they apply, else convert)."""
     cluster: str | None = None
-    """For s3:// sources into a server: read with s3Cluster(cluster, ...) on every node of this
+    """For s3:// sources into a server: read with s3Cluster(cluster, ...) by the nodes of this
     cluster (server-side only). With provenance it needs `_row_number` (see `Capabilities`)."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),

@@ -37,12 +37,12 @@ class Capabilities:
     """s3(URL, key, secret, format, structure[, compression]) (20.1: keys and compression;
     19.15's experimental s3() took neither)."""
     s3_cluster: bool
-    """s3Cluster(cluster, URL, ...): every node of a cluster reads (21.5)."""
+    """s3Cluster(cluster, URL, ...): the nodes of a cluster read (21.5)."""
     s3_row_number: bool
     """`_row_number` (the row's number in its object) from s3()/s3Cluster() for JSON lines,
-    CSV, TSV, Parquet and Avro. Not in the s3 docs' list of virtual columns; fixed in 25.10
-    and 26.4 (PRs 87220, 100116), still asked for text formats in 26.2 (issue 98009); run and
-    verified on 26.9 (the embedded engine), so gated there until an older release is shown."""
+    CSV, TSV, Parquet and Avro. Not in the s3 docs' list of virtual columns; fixed in 2025
+    and in 26.4 (PRs 87220, 100116), still asked for text formats in 26.2 (issue 98009); run
+    and verified on 26.9 (the embedded engine), so gated there until an older release is shown."""
     hides_secrets: bool
     """Secret keys of s3() shown as [HIDDEN] in query_log, server logs and errors (22.11)."""
 

@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cluster",
         metavar="NAME",
-        help="s3:// sources into a server: every node of this cluster reads (s3Cluster); server-side only",
+        help="s3:// sources into a server: the nodes of this cluster read the objects (s3Cluster); server-side only",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
