@@ -1082,8 +1082,7 @@ class _Loader:
             if len(batch) != 1:  # not batched when the server may read them (_server_side_possible)
                 return None
             fmt_name = self._format_name(unit)
-            if fmt_name.endswith("WithNames") and caps.version < (21, 1, 0):
-                # Measured on 18.16: INSERT ... SELECT FROM url(..., 'CSVWithNames') drops the first data row.
+            if fmt_name.endswith("WithNames") and not caps.reads_header_files:
                 if asked:
                     raise UsageError(
                         f"{unit.key}: server {caps.version_text} loses a row of "

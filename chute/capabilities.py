@@ -33,6 +33,9 @@ class Capabilities:
     """Map(K, V) (21.1)."""
     url_compression: bool
     """url(URL, format, structure, compression) (21.1); before it, three arguments only."""
+    reads_header_files: bool
+    """INSERT ... SELECT FROM url(..., 'CSVWithNames') keeps the first data row (21.1;
+    measured on 18.16: it drops it)."""
     s3_function: bool
     """s3(URL, key, secret, format, structure[, compression]) (20.1: keys and compression;
     19.15's experimental s3() took neither)."""
@@ -62,6 +65,7 @@ class Capabilities:
             ip_types=v >= (19, 3, 0),
             map_type=v >= (21, 1, 0),
             url_compression=v >= (21, 1, 0),
+            reads_header_files=v >= (21, 1, 0),
             s3_function=v >= (20, 1, 0),
             s3_cluster=v >= (21, 5, 0),
             s3_row_number=v >= (26, 9, 0),
