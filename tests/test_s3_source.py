@@ -11,17 +11,19 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import chute
-from chute.api import server_side_select
+from chute.api import _check_cluster, server_side_select
 from chute.capabilities import Capabilities
 from chute.cli import main
 from chute.engine import open_engine
@@ -31,6 +33,7 @@ from chute.schema import PROVENANCE_NAMES, Column, table_columns
 from chute.sources import SourceOptions, Unit, open_source
 from chute.sources.s3 import S3Source, glob_regex
 from chute.sources.sigv4 import Credentials, sign
+from chute.sources.url import UrlSource
 from chute.sql import TableName, quote_ident, quote_str
 
 from .conftest import table_checksum
@@ -489,3 +492,39 @@ def test_s3_into_an_old_server_converts_with_a_note(
         assert code == 2 and err.count("\n") == 1 and err.startswith(message), err
         assert s3.secret_key not in err
     assert "c" not in server_query(server_url, "SHOW TABLES FORMAT TSV").split()
+
+
+def test_cluster_refusals_by_server_version() -> None:
+    """Where `--cluster` cannot be honoured it is refused before anything is written
+    (only the target's version matters here, so a stand-in carries it)."""
+    source = S3Source(
+        ["s3://logs/x/"], endpoint="http://minio:9000", env={"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    )
+    json_unit = Unit("s3://logs/x/a.json.gz", 10, 0, detect("a.json.gz"))
+    native_unit = Unit("s3://logs/x/b.native", 10, 0, detect("b.native"))
+
+    def check(version: str, units: list[Unit], provenance: bool = True, src: object = source) -> None:
+        target = SimpleNamespace(capabilities=Capabilities.for_version(version))
+        opts = chute.LoadOptions(cluster="analytics", provenance=provenance)
+        _check_cluster(opts, target, src, units)  # type: ignore[arg-type]
+
+    check("26.9.1", [json_unit])
+    check("24.8", [json_unit, native_unit], provenance=False)
+    for version, units, message in [
+        (
+            "24.8",
+            [json_unit],
+            "--cluster with provenance needs _row_number from s3Cluster() (server 26.9+, this one is 24.8.0)",
+        ),
+        (
+            "26.9",
+            [json_unit, native_unit],
+            "--cluster with provenance: s3://logs/x/b.native: Native objects carry no _row_number",
+        ),
+        ("21.4", [json_unit], "--cluster: server 21.4.0 has no s3Cluster() (21.5+)"),
+        ("22.10", [json_unit], "--cluster: server 22.10.0 would keep the secret key in its query log"),
+    ]:
+        with pytest.raises(chute.UsageError, match="^" + re.escape(message)):
+            check(version, units)
+    with pytest.raises(chute.UsageError, match=r"^--cluster: --cluster reads s3:// sources only$"):
+        check("26.9", [json_unit], src=UrlSource(["http://example.org/a.json"]))
