@@ -350,7 +350,7 @@ def _check_cluster(opts: LoadOptions, target: Target, source: Source, units: lis
     caps = target.capabilities
     blocker = blocker_of(units[0], caps, opts.cluster)
     if blocker is not None:
-        raise UsageError(f"--cluster: {blocker}")
+        raise UsageError(blocker if blocker.startswith("--cluster") else f"--cluster: {blocker}")
     if not opts.provenance:
         return
     if not caps.s3_row_number:

@@ -526,5 +526,5 @@ def test_cluster_refusals_by_server_version() -> None:
     ]:
         with pytest.raises(chute.UsageError, match="^" + re.escape(message)):
             check(version, units)
-    with pytest.raises(chute.UsageError, match=r"^--cluster: --cluster reads s3:// sources only$"):
+    with pytest.raises(chute.UsageError, match=r"^--cluster reads s3:// sources only, not URLs$"):
         check("26.9", [json_unit], src=UrlSource(["http://example.org/a.json"]))

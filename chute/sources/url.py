@@ -239,7 +239,7 @@ class UrlSource:
     def server_blocker(self, unit: Unit, capabilities: Capabilities, cluster: str | None = None) -> str | None:
         """Why a server cannot be handed this URL to read itself; None when it can."""
         if cluster is not None:
-            return "--cluster reads s3:// sources only"
+            return "--cluster reads s3:// sources only, not URLs"
         if self._read(unit.key)[1]:
             return "credentials would travel in SQL and stay in the server's query log"
         if unit.fmt.compression != "none" and not capabilities.url_compression:
