@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
+import datetime
 import functools
 import os
 import re
@@ -17,10 +19,12 @@ import tempfile
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from chute.capabilities import Capabilities
 from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
 from chute.engine import MEMORY
 from chute.errors import (
@@ -44,6 +48,7 @@ from chute.schema import (
     with_provenance,
 )
 from chute.sources import Source, SourceOptions, Unit, open_source
+from chute.sources.files import ROW_NUMBER_FORMATS
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
@@ -130,7 +135,11 @@ class LoadOptions:
     method: str = "auto"
     """How rows reach a server: "convert" (the engine reads, casts and sends Native),
     "pass-through" (file bytes sent as they are; the server parses; no provenance),
-    or "auto" (pass-through where it applies, else convert)."""
+    "server-side" (the server reads http(s) URLs and s3:// objects itself),
+    or "auto" (server-side or pass-through where they apply, else convert)."""
+    cluster: str | None = None
+    """For s3:// sources into a server: read with s3Cluster(cluster, ...) by the nodes of this
+    cluster (server-side only). With provenance it needs `_row_number` (see `Capabilities`)."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""
@@ -178,6 +187,12 @@ def _partitioned(target: Target, table: TableName) -> bool:
 
 class _Unreconciled(Exception):
     """A dirty batch whose skipped records cannot be told apart for sure: careful pass instead."""
+
+
+def _origin(unit: Unit) -> str:
+    """scheme://host[:port] of a URL unit; s3://bucket of an object."""
+    parts = urllib.parse.urlsplit(unit.key)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 class RowNumbersOff(TargetError):
@@ -230,7 +245,14 @@ def load(
     table_name = TableName.parse(table)
     if table_name.table.startswith("_chute_"):
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
+    if opts.cluster is not None:
+        if not opts.cluster.strip():
+            raise UsageError("--cluster needs a cluster name")
+        if opts.method in ("convert", "pass-through"):
+            raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
+    if opts.cluster is not None and getattr(tgt, "address", None) is None:
+        raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
     latest = ledger.latest() if ledger.exists() else {}
@@ -252,6 +274,7 @@ def load(
         ),
     )
     units = source.units()
+    _check_cluster(opts, tgt, source, units)
     loader = _Loader(tgt, source, table_name, opts, progress)
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
@@ -264,6 +287,90 @@ def load(
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return report
+
+
+class ServerRead(NamedTuple):
+    """How a server target reads one unit itself."""
+
+    expression: str
+    """The table function call (url(), s3(), s3Cluster()); probed once per origin."""
+    select: str
+    """The SELECT of `INSERT INTO table (columns) SELECT ...`."""
+
+
+def server_side_select(
+    source: Source,
+    unit: Unit,
+    fmt_name: str,
+    inputs: Sequence[Column],
+    capabilities: Capabilities,
+    provenance: Mapping[str, str] | None = None,
+    load_id: str = "",
+    cluster: str | None = None,
+) -> ServerRead | None:
+    """The SELECT with which a server reads `unit` itself and fills provenance; None
+    when the source cannot hand the unit over (its `server_blocker` says why).
+
+    `provenance` maps the provenance columns to the table's types, when they are
+    filled. `_source` and `_source_mtime` are constants: one unit per statement.
+    `_source_row`: a url()/s3() read numbers rows in file order when one thread reads
+    (max_threads 1); across a cluster only the node reading the object knows a row's
+    place in it, so `_row_number`, which callers check first (`s3_row_number`).
+    """
+    expression_of = getattr(source, "server_expression", None)
+    if expression_of is None:
+        return None
+    # Old servers take names in a structure string only bare (`a` would name a field "`a`").
+    plain = ", ".join(f"{c.name if _PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
+    expression = expression_of(unit, plain, fmt_name, capabilities, cluster)
+    if expression is None:
+        return None
+    exprs = [quote_ident(c.name) for c in inputs]
+    if provenance is not None:
+        values = {
+            "_source": quote_str(unit.source_name),
+            "_source_mtime": _server_time(unit.mtime_ns, capabilities),
+            "_source_row": "_row_number + 1" if cluster is not None else "rowNumberInAllBlocks() + 1",
+            "_load_id": quote_str(load_id),
+        }
+        exprs += [f"CAST({v}, {quote_str(provenance[n])}) AS {n}" for n, v in values.items()]
+    return ServerRead(expression, f"SELECT {', '.join(exprs)} FROM {expression}")
+
+
+def _server_time(mtime_ns: int, capabilities: Capabilities) -> str:
+    """A time as a literal the server parses: to the nanosecond where it has DateTime64,
+    as the embedded path stores it; else to the second (DateTime is all such a table holds)."""
+    seconds, fraction = divmod(mtime_ns, 10**9)
+    if not capabilities.datetime64:
+        return f"toDateTime({seconds}, 'UTC')"
+    stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return f"toDateTime64('{stamp:%Y-%m-%d %H:%M:%S}.{fraction:09d}', 9, 'UTC')"
+
+
+def _check_cluster(opts: LoadOptions, target: Target, source: Source, units: list[Unit]) -> None:
+    """--cluster: refused at once, in one line, where it cannot be honoured."""
+    if opts.cluster is None or not units:
+        return
+    blocker_of = getattr(source, "server_blocker", None)
+    if blocker_of is None:
+        raise UsageError("--cluster reads s3:// sources only")
+    caps = target.capabilities
+    blocker = blocker_of(units[0], caps, opts.cluster)
+    if blocker is not None:
+        raise UsageError(blocker if blocker.startswith("--cluster") else f"--cluster: {blocker}")
+    if not opts.provenance:
+        return
+    if not caps.s3_row_number:
+        raise UsageError(
+            f"--cluster with provenance needs _row_number from s3Cluster() (server 26.9+, this one is "
+            f"{caps.version_text}): pass --no-provenance, or load without --cluster"
+        )
+    numberless = next((u for u in units if u.fmt.format not in ROW_NUMBER_FORMATS), None)
+    if numberless is not None:
+        raise UsageError(
+            f"--cluster with provenance: {numberless.key}: {numberless.fmt.format} objects carry no "
+            "_row_number; pass --no-provenance, or load without --cluster"
+        )
 
 
 class _Loader:
@@ -287,8 +394,8 @@ class _Loader:
         self.deferred: list[tuple[Unit, ChuteError]] = []
         """Units the engine named in a failed batch, waiting for their careful pass."""
         self.stageable = False
-        self.server_reach: dict[str, bool] = {}
-        """Origins of URLs a server target was probed for: whether it reads them itself."""
+        self.server_reach: dict[str, str | None] = {}
+        """Origins a server target was probed for: why it cannot read them itself (None: it can)."""
         self.row_offsets: dict[str, int] = {}
         """Byte ranges of a big file: the rows of the file before the range."""
         self.ranges_of: dict[str, list[Unit]] = {}
@@ -522,6 +629,8 @@ class _Loader:
                 or len(current) >= self.opts.batch_files
                 or size + unit.size > self.opts.batch_bytes
                 or not self._fill_provenance
+                or self._server_side_possible(unit)
+                or self._server_side_possible(current[0])
                 or self._serial(unit)
                 or unit.is_range
                 or current[0].is_range
@@ -920,15 +1029,23 @@ class _Loader:
     def _write(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
         server_select = self._server_select(batch)
         if server_select is not None:
-            return self.target.write_select(
-                self.table,
-                self._insert_columns(),
-                server_select,
-                {k: v for k, v in self._format_settings().items() if k in SERVER_READ_SETTINGS} | {"max_threads": 1},
-                count_by_source=by_source,
-                context=batch[0].key,
-                before_commit=self._unchanged_check(batch),
-            )
+            settings = {k: v for k, v in self._format_settings().items() if k in SERVER_READ_SETTINGS}
+            if self.opts.cluster is None:
+                settings["max_threads"] = 1  # rowNumberInAllBlocks() follows the file with one reader
+            elif batch[0].key in self.named:
+                settings["input_format_parallel_parsing"] = 0  # see _parallel_parsing: _row_number is off
+            try:
+                return self.target.write_select(
+                    self.table,
+                    self._insert_columns(),
+                    server_select,
+                    settings,
+                    count_by_source=by_source,
+                    context=batch[0].key,
+                    before_commit=self._unchanged_check(batch),
+                )
+            except ChuteError as exc:
+                raise self._scrubbed(exc) from None
         if pass_through:
             return self.target.write_raw(
                 self.table,
@@ -941,68 +1058,93 @@ class _Loader:
             )
         return self._write_converted(batch, by_source)
 
-    def _server_select(self, batch: list[Unit]) -> str | None:
-        """The SELECT a server target runs to read a URL itself (the third path), or None.
+    def _scrubbed(self, exc: ChuteError) -> ChuteError:
+        """`exc` with its message cleaned of source secrets (server-side SQL carries them)."""
+        scrub = getattr(self.source, "scrub", None)
+        text = scrub(str(exc)) if scrub is not None else str(exc)
+        if text == str(exc):
+            return exc
+        clean = copy.copy(exc)
+        clean.args = (text,)
+        return clean
 
-        Chosen by --method auto or server-side when the target is a server, the
-        source can hand the server a url() call, and the server reaches the URL
-        (probed once per URL). The server parses straight into the table's types
-        and fills provenance; one thread keeps row numbers in file order.
+    def _server_side_possible(self, unit: Unit) -> bool:
+        """Whether a server target may read `unit` itself (before any probe): such units
+        load one per statement, so that each is its own ledger entry."""
+        blocker_of = getattr(self.source, "server_blocker", None)
+        return (
+            self.opts.method in ("auto", "server-side")
+            and getattr(self.target, "address", None) is not None
+            and blocker_of is not None
+            and blocker_of(unit, self.target.capabilities, self.opts.cluster) is None
+        )
+
+    def _server_select(self, batch: list[Unit]) -> str | None:
+        """The SELECT a server target runs to read a URL or an S3 object itself (the third
+        path), or None.
+
+        Chosen by --method auto or server-side (or --cluster) when the target is a server,
+        the source can hand the server the unit (url(), s3(), s3Cluster()), and the server
+        reaches it (probed once per origin). The server parses straight into the table's
+        types and fills provenance. Where it cannot, auto converts here with a note;
+        server-side and --cluster fail the unit, saying why.
         """
         unit = batch[0]
-        expression_of = getattr(self.source, "server_expression", None)
+        cluster = self.opts.cluster
+        asked = self.opts.method == "server-side" or cluster is not None
+        blocker_of = getattr(self.source, "server_blocker", None)
         if (
             self.opts.method not in ("auto", "server-side")
-            or len(batch) != 1
-            or expression_of is None
+            or blocker_of is None
             or getattr(self.target, "address", None) is None
         ):
-            if self.opts.method == "server-side":
-                raise UsageError(f"{unit.key}: --method server-side needs a server target and an http(s) URL source")
+            if asked:
+                option = "--cluster" if cluster is not None else "--method server-side"
+                raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
             return None
-        fmt_name = self._format_name(unit)
-        if fmt_name.endswith("WithNames") and self.target.capabilities.version < (21, 1, 0):
-            # Measured on 18.16: INSERT ... SELECT FROM url(..., 'CSVWithNames') drops the first data row.
-            if self.opts.method == "server-side":
-                raise UsageError(
-                    f"{unit.key}: server {self.target.capabilities.version_text} loses a row of "
-                    "files with a header line when it reads them itself; use --method convert"
-                )
-            return None
-        inputs = self._input_columns()
-        # Old servers take names in a structure string only bare (`a` would name a field "`a`").
-        plain = ", ".join(f"{c.name if _PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
-        expression = expression_of(unit, plain, fmt_name, self.target.capabilities.url_compression)
-        if expression is None or not self._server_reaches(expression, unit):
-            if self.opts.method == "server-side":
-                raise UsageError(
-                    f"{unit.key}: the server cannot read this URL itself (credentials, compression, reach)"
-                )
-            return None
-        exprs = [quote_ident(c.name) for c in inputs]
-        if self._fill_provenance:
-            types = {c.name: c.type for c in self.columns}
-            seconds = unit.mtime_ns // 1_000_000_000
-            values = {
-                "_source": quote_str(unit.source_name),
-                "_source_mtime": f"toDateTime({seconds}, 'UTC')",
-                "_source_row": "rowNumberInAllBlocks() + 1",
-                "_load_id": quote_str(self.load_id),
-            }
-            exprs += [f"CAST({v}, {quote_str(types[n])}) AS {n}" for n, v in values.items()]
-        return f"SELECT {', '.join(exprs)} FROM {expression}"
+        caps = self.target.capabilities
+        blocker = blocker_of(unit, caps, cluster)
+        if blocker is None:
+            if len(batch) != 1:  # not batched when the server may read them (_server_side_possible)
+                return None
+            fmt_name = self._format_name(unit)
+            if fmt_name.endswith("WithNames") and not caps.reads_header_files:
+                if asked:
+                    raise UsageError(
+                        f"{unit.key}: server {caps.version_text} loses a row of "
+                        "files with a header line when it reads them itself; use --method convert"
+                    )
+                return None
+            types = {c.name: c.type for c in self.columns} if self._fill_provenance else None
+            read = server_side_select(
+                self.source, unit, fmt_name, self._input_columns(), caps, types, self.load_id, cluster
+            )
+            if read is None:
+                return None
+            blocker = self._server_unreached(read.expression, unit)
+            if blocker is None:
+                return read.select
+        if asked:
+            raise UsageError(f"{unit.key}: the server cannot read it itself ({blocker})")
+        self._note(f"{_origin(unit)}: the server cannot read it itself ({blocker}); converted here")
+        return None
 
-    def _server_reaches(self, expression: str, unit: Unit) -> bool:
-        """Probe once per origin (scheme, host, port): reaching one URL there means reaching the rest."""
-        parts = urllib.parse.urlsplit(unit.key)
-        origin = f"{parts.scheme}://{parts.netloc}"
+    def _note(self, note: str) -> None:
+        """A note for the report, once per load."""
+        if note not in self.report.notes:
+            self.report.notes.append(note)
+
+    def _server_unreached(self, expression: str, unit: Unit) -> str | None:
+        """Why the server cannot read `unit` (its error, without secrets), None when it can.
+        Probed once per origin (scheme, host, port; an S3 bucket): reaching one object
+        there means reaching the rest."""
+        origin = _origin(unit)
         if origin not in self.server_reach:
             try:
                 self.target.rows(f"SELECT 1 AS ok FROM {expression} LIMIT 1", context=f"{unit.key}: probing")
-                self.server_reach[origin] = True
+                self.server_reach[origin] = None
             except ChuteError as exc:
-                self.server_reach[origin] = False
-                self.report.notes.append(f"{origin}: the server cannot read it itself ({exc}); converted here")
+                self.server_reach[origin] = str(self._scrubbed(exc))
         return self.server_reach[origin]
 
     def _pass_through(self, batch: list[Unit]) -> bool:

@@ -59,7 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("auto", "convert", "pass-through", "server-side"),
         default="auto",
         help="server targets: convert to Native in the engine, send files as they are (no provenance), "
-        "or let the server read http(s) URLs itself (auto picks what applies)",
+        "or let the server read http(s) URLs and s3:// objects itself (auto picks what applies)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="s3:// sources into a server: the nodes of this cluster read the objects (s3Cluster); server-side only",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
@@ -208,6 +213,7 @@ def _load(args: argparse.Namespace) -> int:
         strict=args.strict,
         design=args.design,
         method=args.method,
+        cluster=args.cluster,
         s3_endpoint=args.s3_endpoint,
         split_by=args.split_by,
         where=args.where,

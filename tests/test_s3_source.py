@@ -11,25 +11,34 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import chute
+from chute.api import _check_cluster, server_side_select
+from chute.capabilities import Capabilities
 from chute.cli import main
 from chute.engine import open_engine
 from chute.errors import SourceError
-from chute.sources import SourceOptions, open_source
+from chute.formats import detect
+from chute.schema import PROVENANCE_NAMES, Column, table_columns
+from chute.sources import SourceOptions, Unit, open_source
 from chute.sources.s3 import S3Source, glob_regex
 from chute.sources.sigv4 import Credentials, sign
+from chute.sources.url import UrlSource
+from chute.sql import TableName, quote_ident, quote_str
 
 from .conftest import table_checksum
 from .extservers import S3Server
+from .test_server import server_query
 
 OBJECTS = 300
 ROWS = 500
@@ -342,3 +351,180 @@ def test_load_into_a_server_target(s3: S3Server, aws_env: dict[str, str], server
     assert (report.files_loaded, report.rows_loaded, report.table_rows) == (12, 12 * ROWS, 12 * ROWS)
     again = chute.load("s3://chute-test/to-server/*.json.gz", "t", server_url, _options(s3))
     assert again.rows_loaded == 0
+
+
+# --- the server-side path: the server reads objects itself with s3() / s3Cluster() --------------
+
+SERVER_CHECKSUM = (
+    "SELECT count() AS n, sum(cityHash64(id, f, r, name, score, _source, _source_row, _source_mtime)) AS h, "
+    "countIf(_source_row != r) AS bad_row, any(_load_id) AS load_id FROM {}"
+)
+
+
+def _csv_rows(number: int, rows: int = ROWS) -> bytes:
+    lines = [
+        "id,f,r,name,score",
+        *(f"{number * rows + j},{number},{j + 1},obj {number} row {j},{j / 8}" for j in range(rows)),
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_server_side_sql_runs_in_the_engine(s3: S3Server, aws_env: dict[str, str], target: str) -> None:
+    """The SELECT a server would run (s3() with keys, provenance filled by it) gives, run in
+    the embedded engine, the same table as a normal load of the same objects."""
+    _put(s3, "ss", range(3))  # gzip JSON lines: s3() with its compression argument
+    s3.put_object("ss/part-0003.csv", _csv_rows(3))  # a header line: CSVWithNames, no compression
+    report = chute.load("s3://chute-test/ss/", "t", target, _options(s3))
+    assert (report.files_loaded, report.rows_loaded) == (4, 4 * ROWS)
+
+    engine = open_engine(target)
+    engine.execute("CREATE TABLE u AS t")
+    columns = table_columns(engine.rows, TableName.parse("t"))
+    assert columns is not None
+    inputs = [c for c in columns if c.name not in PROVENANCE_NAMES]
+    types = {c.name: c.type for c in columns if c.name in PROVENANCE_NAMES}
+    source = S3Source(["s3://chute-test/ss/"], endpoint=s3.endpoint)
+    caps = Capabilities.for_version("24.8.4.13")
+    for unit in source.units():
+        fmt_name = "CSVWithNames" if unit.fmt.format == "CSV" else unit.fmt.format
+        read = server_side_select(source, unit, fmt_name, inputs, caps, types, "server-side")
+        assert read is not None and read.select.endswith(f"FROM {read.expression}")
+        assert read.expression.startswith(f"s3({quote_str(s3.url(unit.key.split('/', 3)[3]))}, ")
+        names = ", ".join(quote_ident(c.name) for c in columns)
+        engine.execute(f"INSERT INTO u ({names}) {read.select}", {"max_threads": 1}, context=unit.key)
+
+    got = engine.rows(SERVER_CHECKSUM.format("u"))[0]
+    want = engine.rows(SERVER_CHECKSUM.format("t"))[0]
+    assert (got["n"], got["h"], got["bad_row"]) == (want["n"], want["h"], 0)
+    assert got["load_id"] == "server-side" != want["load_id"]
+
+    # No server-side read where the server cannot take it: chute converts (and says why).
+    unit = source.units()[0]
+    for version, reason in [
+        ("18.16.1", "server 18.16.1 has no s3() table function with keys (20.1+)"),
+        ("22.10.2", "server 22.10.2 would keep the secret key in its query log (hidden from 22.11)"),
+    ]:
+        old = Capabilities.for_version(version)
+        assert server_side_select(source, unit, "JSONEachRow", inputs, old, types) is None
+        assert source.server_blocker(unit, old) == reason
+    anonymous = S3Source(["s3://chute-test/ss/"], endpoint=s3.endpoint, env={})
+    assert server_side_select(anonymous, unit, "JSONEachRow", inputs, caps, types) is None
+    assert "no credentials" in str(anonymous.server_blocker(unit, caps))
+    temporary = S3Source(["s3://chute-test/ss/"], endpoint=s3.endpoint, env={**aws_env, "AWS_SESSION_TOKEN": "tok"})
+    assert "AWS_SESSION_TOKEN" in str(temporary.server_blocker(unit, caps))
+
+
+def test_s3cluster_sql_text() -> None:
+    """No cluster here to run it on: the exact text, with `_row_number` for row numbers."""
+    source = S3Source(
+        ["s3://logs/x/"],
+        endpoint="http://minio:9000",
+        env={"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "se'cret/Key+1"},
+    )
+    unit = Unit("s3://logs/x/a b.json.gz", 10, 1_714_557_600_123_456_789, detect("a b.json.gz"))
+    inputs = [Column("id", "Int64"), Column("user name", "Nullable(String)")]
+    types = {"_source": "LowCardinality(String)", "_source_mtime": "DateTime64(3, 'UTC')"}
+    types |= {"_source_row": "UInt64", "_load_id": "String"}
+    read = server_side_select(
+        source, unit, "JSONEachRow", inputs, Capabilities.for_version("26.9.1"), types, "L1", cluster="analytics"
+    )
+    assert read is not None
+    assert read.expression == (
+        "s3Cluster('analytics', 'http://minio:9000/logs/x/a%20b.json.gz', 'AKID', 'se\\'cret/Key+1', "
+        "'JSONEachRow', 'id Int64, `user name` Nullable(String)', 'gzip')"
+    )
+    assert read.select == (
+        "SELECT `id`, `user name`, "
+        "CAST('s3://logs/x/a b.json.gz', 'LowCardinality(String)') AS _source, "
+        "CAST(toDateTime64('2024-05-01 10:00:00.123456789', 9, 'UTC'), 'DateTime64(3, \\'UTC\\')') AS _source_mtime, "
+        "CAST(_row_number + 1, 'UInt64') AS _source_row, "
+        "CAST('L1', 'String') AS _load_id "
+        f"FROM {read.expression}"
+    )
+    # One server: s3(), rows numbered in file order by one reader; no provenance, no cast.
+    plain = server_side_select(source, unit, "JSONEachRow", inputs[:1], Capabilities.for_version("24.8"))
+    assert plain == (
+        "s3('http://minio:9000/logs/x/a%20b.json.gz', 'AKID', 'se\\'cret/Key+1', 'JSONEachRow', 'id Int64', 'gzip')",
+        "SELECT `id` FROM s3('http://minio:9000/logs/x/a%20b.json.gz', 'AKID', 'se\\'cret/Key+1', "
+        "'JSONEachRow', 'id Int64', 'gzip')",
+    )
+    with_rows = server_side_select(source, unit, "JSONEachRow", inputs, Capabilities.for_version("24.8"), types)
+    assert with_rows is not None and "CAST(rowNumberInAllBlocks() + 1, 'UInt64') AS _source_row" in with_rows.select
+    # s3Cluster() came in 21.5; the secret, as written into SQL too, never shows in a message.
+    assert source.server_blocker(unit, Capabilities.for_version("21.4"), "analytics") == (
+        "server 21.4.0 has no s3Cluster() (21.5+)"
+    )
+    assert source.scrub("... 'se\\'cret/Key+1' ... se'cret/Key+1") == "... '***' ... ***"
+
+
+def test_s3_into_an_old_server_converts_with_a_note(
+    s3: S3Server, aws_env: dict[str, str], server_url: str, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """18.16 has no s3(): auto converts here (one note says why), rows right, no secret anywhere."""
+    _put(s3, "old", range(5))
+    report = chute.load("s3://chute-test/old/", "t", server_url, _options(s3))
+    assert (report.files_loaded, report.rows_loaded, report.table_rows) == (5, 5 * ROWS, 5 * ROWS)
+    assert report.bytes_sent > 0  # converted here and sent as Native
+    assert [note for note in report.notes if "server cannot read" in note] == [
+        "s3://chute-test: the server cannot read it itself (server 18.16.1 has no s3() table function "
+        "with keys (20.1+)); converted here"
+    ]
+    n, ids = _expected(range(5))
+    got = server_query(server_url, "SELECT count(), sum(id), countIf(_source_row != r) FROM t FORMAT TSV").split()
+    assert got == [str(n), str(ids), "0"]
+    assert s3.secret_key not in report.to_json()
+
+    # Asked for explicitly, the server-side path fails each object, saying why, without the secret.
+    asked = chute.load("s3://chute-test/old/part-0000.json.gz", "t2", server_url, _options(s3, method="server-side"))
+    assert not asked.ok and "has no s3() table function" in asked.files[0].error
+    assert s3.secret_key not in asked.to_json()
+
+    # --cluster: one line, before anything is written.
+    for args, message in [
+        (["--target", server_url], "chute: error: --cluster: server 18.16"),
+        (["--target", target], "chute: error: --cluster needs a server target"),
+        (["--target", server_url, "--method", "convert"], "chute: error: --cluster reads on the server's nodes"),
+    ]:
+        code = main(
+            ["load", "s3://chute-test/old/", "--table", "c", "--s3-endpoint", s3.endpoint, "--cluster", "x", *args]
+        )
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith(message), err
+        assert s3.secret_key not in err
+    assert "c" not in server_query(server_url, "SHOW TABLES FORMAT TSV").split()
+
+
+def test_cluster_refusals_by_server_version() -> None:
+    """Where `--cluster` cannot be honoured it is refused before anything is written
+    (only the target's version matters here, so a stand-in carries it)."""
+    source = S3Source(
+        ["s3://logs/x/"], endpoint="http://minio:9000", env={"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}
+    )
+    json_unit = Unit("s3://logs/x/a.json.gz", 10, 0, detect("a.json.gz"))
+    native_unit = Unit("s3://logs/x/b.native", 10, 0, detect("b.native"))
+
+    def check(version: str, units: list[Unit], provenance: bool = True, src: object = source) -> None:
+        target = SimpleNamespace(capabilities=Capabilities.for_version(version))
+        opts = chute.LoadOptions(cluster="analytics", provenance=provenance)
+        _check_cluster(opts, target, src, units)  # type: ignore[arg-type]
+
+    check("26.9.1", [json_unit])
+    check("24.8", [json_unit, native_unit], provenance=False)
+    for version, units, message in [
+        (
+            "24.8",
+            [json_unit],
+            "--cluster with provenance needs _row_number from s3Cluster() (server 26.9+, this one is 24.8.0)",
+        ),
+        (
+            "26.9",
+            [json_unit, native_unit],
+            "--cluster with provenance: s3://logs/x/b.native: Native objects carry no _row_number",
+        ),
+        ("21.4", [json_unit], "--cluster: server 21.4.0 has no s3Cluster() (21.5+)"),
+        ("22.10", [json_unit], "--cluster: server 22.10.0 would keep the secret key in its query log"),
+    ]:
+        with pytest.raises(chute.UsageError, match="^" + re.escape(message)):
+            check(version, units)
+    with pytest.raises(chute.UsageError, match=r"^--cluster reads s3:// sources only, not URLs$"):
+        check("26.9", [json_unit], src=UrlSource(["http://example.org/a.json"]))

@@ -55,8 +55,11 @@ def test_server_side_on_request_and_its_limits(web: WebServer, server_url: str, 
     gz = f"{web.base}/data/part-000.json.gz"
     auto = chute.load([gz], "g", target=server_url)
     assert auto.ok and auto.bytes_sent > 0
+    assert any("url() takes no compression (21.1+)); converted here" in note for note in auto.notes), auto.notes
     asked = chute.load([gz], "g2", target=server_url, options=chute.LoadOptions(method="server-side"))
-    assert not asked.ok and "cannot read this URL itself" in asked.files[0].error
+    assert not asked.ok
+    assert "the server cannot read it itself (server 18.16" in asked.files[0].error
+    assert "url() takes no compression (21.1+)" in asked.files[0].error
     # The embedded target reads files itself: server-side is a server's path.
     embedded = chute.load([jsonl], "e", target=target, options=chute.LoadOptions(method="server-side"))
     assert not embedded.ok and "needs a server target" in embedded.files[0].error

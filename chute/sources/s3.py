@@ -4,10 +4,12 @@ chute lists the objects itself (ListObjectsV2, signed with SigV4) so that every
 object is a ledger unit with a key, size and ETag; the engine reads them with
 its s3() table function.
 
-Credentials come from the standard environment variables only, and the engine
-takes them from the same environment (its AWS credential chain): no key, secret
-or token is ever written into SQL, so no engine error, ledger row, report or
-log can echo one. Messages chute makes itself are scrubbed as well.
+Credentials come from the standard environment variables only, and the embedded
+engine takes them from the same environment (its AWS credential chain): no key,
+secret or token is written into the SQL it runs. Only the server-side path
+(`server_expression`) hands the key and secret to a server's s3(), and only to
+servers that hide them in their logs; every message chute makes, from engine or
+server text too, is scrubbed of them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
@@ -169,9 +172,10 @@ class S3Source:
     # -- messages -----------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        """`text` without any secret (for messages that may carry server or engine text)."""
+        """`text` without any secret (for messages that may carry server or engine text),
+        also as quoted into SQL."""
         for secret in self.credentials.secrets if self.credentials else []:
-            text = text.replace(secret, "***")
+            text = text.replace(secret, "***").replace(quote_str(secret)[1:-1], "***")
         return text
 
     def _error(self, text: str) -> SourceError:
@@ -385,6 +389,43 @@ class S3Source:
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         bucket, key = split_url(unit.key)
         return self._call(self.object_url(bucket, key), fmt_name or unit.fmt.format, structure, unit.fmt.compression)
+
+    def server_blocker(self, unit: Unit, capabilities: Capabilities, cluster: str | None = None) -> str | None:
+        """Why a server cannot be handed this object to read itself; None when it can."""
+        version = capabilities.version_text
+        if not capabilities.s3_function:
+            return f"server {version} has no s3() table function with keys (20.1+)"
+        if cluster is not None and not capabilities.s3_cluster:
+            return f"server {version} has no s3Cluster() (21.5+)"
+        if self.credentials is None:
+            return "no credentials: the server would sign with its own instead of reading anonymously"
+        if self.credentials.session_token:
+            return "temporary credentials (AWS_SESSION_TOKEN) are not handed to the server"
+        if not capabilities.hides_secrets:
+            return f"server {version} would keep the secret key in its query log (hidden from 22.11)"
+        return None
+
+    def server_expression(
+        self, unit: Unit, structure: str, fmt_name: str, capabilities: Capabilities, cluster: str | None = None
+    ) -> str | None:
+        """The s3() call (s3Cluster() with a cluster) with which a server reads this object
+        itself; None when `server_blocker` names a reason. The key and secret are in it:
+        the server needs them, and hides them in its logs (see `hides_secrets`)."""
+        if self.server_blocker(unit, capabilities, cluster) is not None:
+            return None
+        assert self.credentials is not None
+        bucket, key = split_url(unit.key)
+        args = [quote_str(cluster)] if cluster is not None else []
+        args += [
+            quote_str(self.object_url(bucket, key)),
+            quote_str(self.credentials.access_key),
+            quote_str(self.credentials.secret_key),
+            quote_str(fmt_name),
+            quote_str(structure),
+        ]
+        if unit.fmt.compression != "none":
+            args.append(quote_str(unit.fmt.compression))
+        return f"{'s3Cluster' if cluster is not None else 's3'}({', '.join(args)})"
 
     def combined_expression(
         self, units: list[Unit], structure: str, fmt_name: str | None = None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
@@ -235,13 +236,24 @@ class UrlSource:
             args.append(f"headers('Authorization' = {quote_str(authorization)})")
         return f"url({', '.join(args)})"
 
-    def server_expression(self, unit: Unit, structure: str, fmt_name: str, compression_ok: bool) -> str | None:
-        """The url() call a ClickHouse server runs to read `unit` itself; None when it
-        cannot: credentials (they would travel in SQL and stay in the server's query
-        log), or compression an old server's url() does not take."""
-        url, authorization = self._read(unit.key)
-        if authorization or (unit.fmt.compression != "none" and not compression_ok):
+    def server_blocker(self, unit: Unit, capabilities: Capabilities, cluster: str | None = None) -> str | None:
+        """Why a server cannot be handed this URL to read itself; None when it can."""
+        if cluster is not None:
+            return "--cluster reads s3:// sources only, not URLs"
+        if self._read(unit.key)[1]:
+            return "credentials would travel in SQL and stay in the server's query log"
+        if unit.fmt.compression != "none" and not capabilities.url_compression:
+            return f"server {capabilities.version_text}'s url() takes no compression (21.1+)"
+        return None
+
+    def server_expression(
+        self, unit: Unit, structure: str, fmt_name: str, capabilities: Capabilities, cluster: str | None = None
+    ) -> str | None:
+        """The url() call a ClickHouse server runs to read `unit` itself; None when
+        `server_blocker` names a reason."""
+        if self.server_blocker(unit, capabilities, cluster) is not None:
             return None
+        url = self._read(unit.key)[0]
         args = [quote_str(url), quote_str(fmt_name), quote_str(structure)]
         if unit.fmt.compression != "none":
             args.append(quote_str(unit.fmt.compression))

@@ -95,7 +95,7 @@ class Target(Protocol):
         before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         """Run `INSERT ... select` in the target itself, all-or-nothing: for a server,
-        the server reads the source (url()); rows per `_source` as write_batch."""
+        the server reads the source (url(), s3(), s3Cluster()); rows per `_source` as write_batch."""
         ...
 
     def accepts_raw(self, fmt: FileFormat) -> bool:
