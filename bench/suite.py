@@ -175,6 +175,10 @@ class Result:
     disk_bytes: int = 0
     parts: int = 0
     checksum: str = ""
+    client_cpu: list[float] = field(default_factory=list)
+    """CPU seconds of this process and its children (chDB, clickhouse-client, gunzip) per run."""
+    server_cpu: list[float] = field(default_factory=list)
+    """CPU seconds of the clickhouse-server process per run (0 for embedded methods)."""
     skipped: str = ""
     """Why the method could not run on this data set (then nothing else is set)."""
 
@@ -395,11 +399,29 @@ def client_pool(method: Method, ds: DataSet) -> Iterator[Executor | None]:
         pool.shutdown()
 
 
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _server_cpu(bench: Bench) -> float:
+    """utime + stime of the server process, from /proc (Linux)."""
+    process = bench.server.process
+    if process is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_once(bench: Bench, method: Method, ds: DataSet, result: Result) -> None:
     """One timed load into a fresh table, then the checks; appends the time to `result.runs`."""
     extra = {"": [], "provenance": bench.provenance_columns(method.target), "py": PY_LOADER_COLUMNS}[method.extra]
     with client_pool(method, ds) as pool, bench.fresh_table(method.target, ds, method.key, extra) as database:
         result.disk_bytes = 0
+        cpu0, server0 = _own_cpu(), _server_cpu(bench)
         t0 = time.perf_counter()
         if method.key == "bare":
             wire = bench.bare_engine(ds, database)
@@ -412,6 +434,8 @@ def run_once(bench: Bench, method: Method, ds: DataSet, result: Result) -> None:
         else:
             wire = bench.client(ds, database, pool)
         seconds = time.perf_counter() - t0
+        result.client_cpu.append(_own_cpu() - cpu0)
+        result.server_cpu.append(_server_cpu(bench) - server0)
         bench.inspect(method.target, ds, database, result)
     result.runs.append(seconds)
     result.wire_bytes = wire
@@ -460,7 +484,7 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
     rows = []
     for r in results:
         if r.skipped:
-            rows.append(["  " + r.label, "n/a", "", "", "", "", "", "", r.skipped])
+            rows.append(["  " + r.label, "n/a", "", "", "", "", "", "", "", "", r.skipped])
             continue
         ratio = f"{r.seconds / best.seconds:.2f}" if best else "-"
         rows.append(
@@ -472,6 +496,8 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
                 _mb(r.wire_bytes),
                 _mb(r.disk_bytes),
                 str(r.parts),
+                f"{statistics.median(r.client_cpu):.2f}",
+                f"{statistics.median(r.server_cpu):.2f}",
                 ratio,
                 " ".join(f"{t:.2f}" for t in r.runs),
             ]
@@ -484,6 +510,8 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
         "wire MB",
         "disk MB",
         "parts",
+        "client cpu s",
+        "server cpu s",
         "x fastest baseline",
         "runs (s)",
     ]
