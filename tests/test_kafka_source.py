@@ -57,8 +57,16 @@ def _topic(broker: KafkaBroker, partitions: int = 3) -> str:
 Placed = tuple[int, int]  # (partition, offset)
 
 
-def _produce(broker: KafkaBroker, topic: str, values: list[bytes | None], transactional: bool = False) -> list[Placed]:
-    """Send `values` (keyed by their index, so they spread over partitions); where each went."""
+def _produce(
+    broker: KafkaBroker,
+    topic: str,
+    values: list[bytes | None],
+    transactional: bool = False,
+    keys: list[bytes | None] | None = None,
+    stamps: list[int] | None = None,
+) -> list[Placed]:
+    """Send `values` (keyed by their index unless `keys` are given, so they spread over
+    partitions; with `stamps`, timestamps in ms); where each went."""
     from confluent_kafka import Producer
 
     config: dict[str, Any] = {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "acks": "all"}
@@ -80,7 +88,9 @@ def _produce(broker: KafkaBroker, topic: str, values: list[bytes | None], transa
         if transactional:
             producer.begin_transaction()
         for i in range(start, min(len(values), start + (50 if transactional else len(values)))):
-            producer.produce(topic, values[i], key=str(i).encode(), on_delivery=report(i))
+            key = str(i).encode() if keys is None else keys[i]
+            extra = {} if stamps is None else {"timestamp": stamps[i]}
+            producer.produce(topic, values[i], key=key, on_delivery=report(i), **extra)
             if i % 1000 == 0:
                 producer.poll(0)
         if transactional:
@@ -357,28 +367,6 @@ def test_load_into_a_server_target(broker: KafkaBroker, server_url: str, clickho
     assert found == {p: i for i, p in enumerate(placed)}
 
 
-def _produce_keyed(
-    broker: KafkaBroker, topic: str, messages: list[tuple[bytes | None, bytes | None, int]]
-) -> list[Placed]:
-    """Send (key, value, timestamp ms) triples; where each went."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "acks": "all"})
-    placed: list[Placed | None] = [None] * len(messages)
-
-    def report(i: int) -> Any:
-        def done(err: Any, msg: Any) -> None:
-            assert err is None, err
-            placed[i] = (msg.partition(), msg.offset())
-
-        return done
-
-    for i, (key, value, stamp) in enumerate(messages):
-        producer.produce(topic, value, key=key, timestamp=stamp, on_delivery=report(i))
-    assert producer.flush(30) == 0
-    return [p for p in placed if p is not None]
-
-
 def test_keys_and_timestamps_are_provenance(broker: KafkaBroker, target: str) -> None:
     """Each row carries its message's key (`_source_key`, null without one) and
     timestamp (`_source_mtime`), also for rows of the careful pass."""
@@ -387,7 +375,7 @@ def test_keys_and_timestamps_are_provenance(broker: KafkaBroker, target: str) ->
     values = _events(0, 900)
     values[444] = b"{broken"
     messages = [(None if i % 5 == 0 else f"k\t{i}\n".encode(), v, base + i * 1001) for i, v in enumerate(values)]
-    placed = _produce_keyed(broker, topic, messages)
+    placed = _produce(broker, topic, values, keys=[k for k, _, _ in messages], stamps=[t for _, _, t in messages])
     report = _load(topic, broker, target, "batch=200")
     assert report.ok and report.rows_loaded == 899 and report.rows_rejected == 1
     rows = _rows(target, columns="id, _source_key, toUnixTimestamp64Milli(_source_mtime) AS ms")
