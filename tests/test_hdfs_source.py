@@ -31,6 +31,7 @@ from chute.sources.hdfs import HdfsSource
 from .conftest import table_checksum
 from .extservers import HdfsServer
 from .servers import free_port
+from .test_server import server_query
 
 ROWS = 200
 KILL_FILES = 64
@@ -271,3 +272,19 @@ def test_deleted_files_are_changed_and_an_emptied_directory_is_one_line(hdfs: Hd
     hdfs.delete("/gone/part-0000.json.gz")
     with pytest.raises(SourceError, match="gone/: no file under this directory"):
         HdfsSource([hdfs.url("/gone/")]).units()
+
+
+def test_load_into_a_server_target(hdfs: HdfsServer, server_url: str) -> None:
+    """The embedded engine reads the files and sends Native to the server (18.16 here)."""
+    _put(hdfs, "/to-server", range(5))
+    url = hdfs.url("/to-server/*.json.gz")
+    report = chute.load(url, "t", server_url)
+    assert (report.files_loaded, report.rows_loaded, report.table_rows) == (5, 5 * ROWS, 5 * ROWS)
+    prefix = hdfs.url("/to-server/part-")
+    assert server_query(
+        server_url,
+        f"SELECT countIf(_source != concat('{prefix}000', toString(f), '.json.gz')), "
+        "countIf(_source_row != r), uniqExact(_source) FROM t",
+    ).split() == ["0", "0", "5"]
+    again = chute.load(url, "t", server_url)
+    assert (again.files_loaded, again.rows_loaded) == (0, 0)
