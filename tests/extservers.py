@@ -1,4 +1,4 @@
-"""Real source servers on loopback: PostgreSQL, MariaDB, an S3 server, a Kafka broker.
+"""Real source servers on loopback: PostgreSQL, MariaDB, an S3 server, a Kafka broker, HDFS.
 
 In the style of tests/servers.py: each server gets its own directory (config,
 data, logs, socket) in a temp dir, free ports on 127.0.0.1 only, a user with a
@@ -7,7 +7,8 @@ password, waits until it answers, and is stopped on `stop()` / `remove()`.
 What they run is installed by scripts/install-source-servers:
 - PostgreSQL and MariaDB: Debian's packages (their service is not used);
 - S3: versitygw (an S3 server over a plain directory), built with `go install`;
-- Kafka: the Apache Kafka broker in KRaft mode (no ZooKeeper), jars from Maven.
+- Kafka: the Apache Kafka broker in KRaft mode (no ZooKeeper), jars from Maven;
+- HDFS: Apache Hadoop's NameNode and DataNode (one of each), jars from Maven.
 Each class has `available()` and `missing()` (what to install, or None).
 """
 
@@ -42,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("CHUTE_SOURCE_SERVERS") or REPO / ".cache" / "source-servers")
 VERSITYGW_VERSION = "v1.8.0"
 KAFKA_VERSION = "4.1.1"
+HADOOP_VERSION = "3.4.1"
 
 TEST_USER = "chute_test"
 TEST_PASSWORD = "s3cr3t-Pa55word"
@@ -752,3 +754,234 @@ class KafkaBroker(_Server):
         )
         # The tool exits non-zero on its timeout: what it printed until then is the answer.
         return proc.stdout.decode().splitlines()
+
+
+# --- HDFS ---------------------------------------------------------------------------------------
+
+HDFS_SITE = """<?xml version="1.0"?>
+<configuration>
+{properties}
+</configuration>
+"""
+
+HDFS_LOG4J = """\
+log4j.rootLogger=INFO,console
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+"""
+
+
+def hadoop_jars() -> Path:
+    return CACHE / f"hadoop-{HADOOP_VERSION}" / "jars"
+
+
+def _site(properties: Mapping[str, str]) -> str:
+    lines = (f"  <property><name>{k}</name><value>{v}</value></property>" for k, v in properties.items())
+    return HDFS_SITE.format(properties="\n".join(lines))
+
+
+@dataclass
+class HdfsServer(_Server):
+    """A single-node HDFS: a NameNode and a DataNode (two JVMs) on 127.0.0.1.
+
+    `url(path)` is the hdfs://127.0.0.1:port/path the engine reads; files are
+    written and listed over WebHDFS (HTTP) on the NameNode's HTTP port, so the
+    tests need no HDFS client library. The Maven jars carry no web-app
+    resources, so empty `webapps/hdfs` and `webapps/datanode` directories are put
+    on the class path: WebHDFS is a servlet of its own and needs none of them.
+    """
+
+    port: int = 0
+    http_port: int = 0
+    heap: str = "256m"
+    datanode: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    name: ClassVar[str] = "hdfs"
+
+    @staticmethod
+    def missing() -> str | None:
+        if not shutil.which("java"):
+            return "java (17 or newer) is not on PATH"
+        if not (hadoop_jars().parent / "complete").exists():
+            return _install_hint("hdfs")
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.missing() is None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return f"hdfs://{self.address}/{path.lstrip('/')}"
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        java = shutil.which("java") or "java"
+        opts = [
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",
+            "-Djava.awt.headless=true",
+            # WebHDFS's JAXB (through Jersey 1) reflects into java.lang on Java 17.
+            "--add-opens",
+            "java.base/java.lang=ALL-UNNAMED",
+            f"-Dhadoop.log.dir={self.root / 'log'}",
+        ]
+        classpath = f"{self.root / 'conf'}:{self.root / 'www'}:{hadoop_jars()}/*"
+        return [java, *opts, "-cp", classpath, main, *args]
+
+    @classmethod
+    def create(cls, root: Path | None = None) -> HdfsServer:
+        made_root = root is None
+        root = Path(root or tempfile.mkdtemp(prefix="chute-hdfs-"))
+        for sub in ("log", "conf", "name", "data", "www/webapps/hdfs", "www/webapps/datanode", "www/webapps/static"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        server = cls(root, free_port(), free_port())
+        loopback = "127.0.0.1"
+        core = {"fs.defaultFS": f"hdfs://{loopback}:{server.port}", "hadoop.tmp.dir": str(root / "tmp")}
+        hdfs = {
+            "dfs.replication": "1",
+            "dfs.namenode.name.dir": str(root / "name"),
+            "dfs.datanode.data.dir": str(root / "data"),
+            "dfs.permissions.enabled": "false",
+            "dfs.namenode.rpc-address": f"{loopback}:{server.port}",
+            "dfs.namenode.http-address": f"{loopback}:{server.http_port}",
+            "dfs.namenode.secondary.http-address": f"{loopback}:{free_port()}",
+            "dfs.datanode.address": f"{loopback}:{free_port()}",
+            "dfs.datanode.http.address": f"{loopback}:{free_port()}",
+            "dfs.datanode.ipc.address": f"{loopback}:{free_port()}",
+            # The DataNode registers as 127.0.0.1, and clients reach it by that name.
+            "dfs.datanode.hostname": loopback,
+            "dfs.client.use.datanode.hostname": "true",
+            "dfs.datanode.use.datanode.hostname": "true",
+            "dfs.namenode.datanode.registration.ip-hostname-check": "false",
+            # Out of safe mode as soon as it starts (there are no blocks to wait for).
+            "dfs.namenode.safemode.extension": "0",
+            "dfs.namenode.safemode.min.datanodes": "0",
+            "dfs.heartbeat.interval": "1",
+            # A file closes without waiting for the DataNode's report of its last block
+            # (which costs a poll of 400 ms and up per file written).
+            "dfs.namenode.file.close.num-committed-allowed": "1",
+            "dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "20",
+            # No fsync of the NameNode's edit log per operation: a test server, thrown away.
+            "dfs.namenode.edits.noeditlogchannelflush": "true",
+        }
+        (root / "conf" / "core-site.xml").write_text(_site(core))
+        (root / "conf" / "hdfs-site.xml").write_text(_site(hdfs))
+        (root / "conf" / "log4j.properties").write_text(HDFS_LOG4J)
+        server._setup(
+            server._java("org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-nonInteractive", "-force"),
+            made_root,
+        )
+        return server
+
+    def start(self, timeout: float = 60.0) -> HdfsServer:
+        self._spawn(self._java("org.apache.hadoop.hdfs.server.namenode.NameNode"))
+        with open(self.root / "log" / "datanode.log", "ab") as log:
+            self.datanode = subprocess.Popen(
+                self._java("org.apache.hadoop.hdfs.server.datanode.DataNode"),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.root,
+                start_new_session=True,
+            )
+        try:
+            self._wait_ready(timeout)
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def _jmx(self, bean: str) -> dict[str, Any]:
+        import httpx
+
+        response = httpx.get(f"http://127.0.0.1:{self.http_port}/jmx", params={"qry": bean}, timeout=2)
+        beans = response.json().get("beans", [])
+        return dict(beans[0]) if beans else {}
+
+    def ready(self) -> bool:
+        """The DataNode is registered with room to write, and the NameNode is out of safe mode."""
+        if self.datanode is None or self.datanode.poll() is not None:
+            raise RuntimeError(f"the hdfs datanode exited during start; see {self.root}/log")
+        if not _port_open(self.http_port):
+            return False
+        try:
+            state = self._jmx("Hadoop:service=NameNode,name=FSNamesystemState")
+            info = self._jmx("Hadoop:service=NameNode,name=NameNodeInfo")
+        except Exception:
+            return False
+        return (
+            state.get("NumLiveDataNodes") == 1
+            and int(state.get("CapacityRemaining") or 0) > 0
+            and info.get("Safemode", "x") == ""
+        )
+
+    def _stop_process(self, process: subprocess.Popen[bytes] | None, sig: int, timeout: float) -> None:
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def kill(self) -> None:
+        self._stop_process(self.datanode, signal.SIGKILL, 10)
+        self._stop_process(self.process, signal.SIGKILL, 10)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        self._stop_process(self.datanode, signal.SIGTERM, timeout)
+        self._stop_process(self.process, signal.SIGTERM, timeout)
+
+    # -- WebHDFS ------------------------------------------------------------------------------
+
+    def _webhdfs(self, method: str, path: str, op: str, **params: str) -> Any:
+        import httpx
+
+        url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1/{path.lstrip('/')}"
+        response = httpx.request(
+            method, url, params={"op": op, "user.name": "chute", **params}, timeout=30, follow_redirects=False
+        )
+        return response
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write (or overwrite) a file: the NameNode redirects the CREATE to the DataNode."""
+        import httpx
+
+        for attempt in range(5):
+            first = self._webhdfs("PUT", path, "CREATE", overwrite="true")
+            if first.status_code == 307:
+                second = httpx.put(first.headers["location"], content=data, timeout=60)
+                if second.status_code == 201:
+                    return
+                first = second
+            if attempt == 4:
+                raise RuntimeError(f"WebHDFS CREATE {path}: HTTP {first.status_code} {first.text[:300]}")
+            time.sleep(0.5)
+
+    def mkdir(self, path: str) -> None:
+        response = self._webhdfs("PUT", path, "MKDIRS")
+        if response.status_code != 200:
+            raise RuntimeError(f"WebHDFS MKDIRS {path}: HTTP {response.status_code} {response.text[:300]}")
+
+    def delete(self, path: str) -> None:
+        self._webhdfs("DELETE", path, "DELETE", recursive="true")
+
+    def status(self, path: str) -> dict[str, Any]:
+        """WebHDFS FileStatus: length, modificationTime (ms), type."""
+        response = self._webhdfs("GET", path, "GETFILESTATUS")
+        if response.status_code != 200:
+            raise RuntimeError(f"WebHDFS GETFILESTATUS {path}: HTTP {response.status_code} {response.text[:300]}")
+        return dict(response.json()["FileStatus"])
+
+    def set_mtime(self, path: str, mtime_ms: int) -> None:
+        response = self._webhdfs("PUT", path, "SETTIMES", modificationtime=str(mtime_ms))
+        if response.status_code != 200:
+            raise RuntimeError(f"WebHDFS SETTIMES {path}: HTTP {response.status_code} {response.text[:300]}")

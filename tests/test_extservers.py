@@ -11,7 +11,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, KafkaBroker, MariaDBServer, PostgresServer, S3Server
+from .extservers import (
+    TEST_DATABASE,
+    TEST_PASSWORD,
+    TEST_USER,
+    HdfsServer,
+    KafkaBroker,
+    MariaDBServer,
+    PostgresServer,
+    S3Server,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -82,6 +91,32 @@ def test_mariadb_table_reads_through_the_engine(mariadb: MariaDBServer, engine) 
     assert engine.rows(f"SELECT count() AS n, sum(id) AS s, max(at) AS t FROM {source}") == [
         {"n": 500, "s": 125250, "t": "2024-01-02 03:04:05"}
     ]
+
+
+@pytest.fixture()
+def hdfs() -> Iterator[HdfsServer]:
+    if not HdfsServer.available():
+        pytest.skip(str(HdfsServer.missing()))
+    server = HdfsServer.create()
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+def test_hdfs_puts_over_webhdfs_and_reads_through_the_engine(hdfs: HdfsServer, engine) -> None:  # type: ignore[no-untyped-def]
+    for i in range(20):
+        hdfs.put(f"/in/part-{i:02d}.csv", f"{i},name {i}\n".encode())
+    hdfs.put("/in/part-00.csv", b"100,replaced\n")  # overwritten in place
+    assert hdfs.status("/in/part-07.csv")["length"] == len(b"7,name 7\n")
+    hdfs.set_mtime("/in/part-07.csv", 1_700_000_000_000)
+    assert hdfs.status("/in/part-07.csv")["modificationTime"] == 1_700_000_000_000
+
+    source = f"hdfs('{hdfs.url('/in/*.csv')}', 'CSV', 'id UInt32, name String')"
+    rows = engine.rows(f"SELECT count() AS n, sum(id) AS s, uniqExact(_path) AS p FROM {source}")
+    assert rows == [{"n": 20, "s": sum(range(1, 20)) + 100, "p": 20}]
+    hdfs.delete("/in/part-00.csv")
+    assert engine.rows(f"SELECT count() AS n FROM {source}") == [{"n": 19}]
 
 
 def test_s3_lists_ranges_and_reads_through_the_engine(s3: S3Server, engine) -> None:  # type: ignore[no-untyped-def]

@@ -127,6 +127,10 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
         from chute.sources.s3 import S3Source
 
         return S3Source(patterns, options.format, options.compression, endpoint=options.s3_endpoint)
+    if scheme == "hdfs":
+        from chute.sources.hdfs import HdfsSource
+
+        return HdfsSource(patterns, options.format, options.compression)
     if scheme == "http":
         from chute.sources.url import UrlSource
 
@@ -139,4 +143,6 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
         from chute.sources.kafka import KafkaSource
 
         return KafkaSource(patterns, options)
-    raise UsageError(f"unknown source scheme {scheme!r}: give files, directories, globs, s3:// or http(s):// URLs")
+    raise UsageError(
+        f"unknown source scheme {scheme!r}: give files, directories, globs, s3://, hdfs:// or http(s):// URLs"
+    )
