@@ -587,11 +587,14 @@ KAFKA_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \
+  required user_{sasl_user}="{sasl_password}";
 log.dirs={root}/data
 num.partitions=1
 auto.create.topics.enable=true
@@ -643,8 +646,12 @@ class KafkaBroker(_Server):
 
     port: int = 0
     controller_port: int = 0
+    sasl_port: int = 0
+    """A second listener that takes SASL PLAIN logins of `SASL_USER`."""
     heap: str = "512m"
     name: ClassVar[str] = "kafka"
+    SASL_USER: ClassVar[str] = "chute"
+    SASL_PASSWORD: ClassVar[str] = "kafka-secret-5731"
 
     @staticmethod
     def missing() -> str | None:
@@ -662,6 +669,10 @@ class KafkaBroker(_Server):
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
     def _java(self, main: str, *args: str, server: bool = False) -> list[str]:
         """A command line for one of Kafka's main classes: the broker, or a short-lived tool."""
         if server:
@@ -678,9 +689,16 @@ class KafkaBroker(_Server):
         root = Path(root or tempfile.mkdtemp(prefix="chute-kafka-"))
         for sub in ("log", "data"):
             (root / sub).mkdir(parents=True, exist_ok=True)
-        broker = cls(root, free_port(), free_port())
+        broker = cls(root, free_port(), free_port(), free_port())
         (root / "server.properties").write_text(
-            KAFKA_PROPERTIES.format(root=root, port=broker.port, controller_port=broker.controller_port)
+            KAFKA_PROPERTIES.format(
+                root=root,
+                port=broker.port,
+                controller_port=broker.controller_port,
+                sasl_port=broker.sasl_port,
+                sasl_user=cls.SASL_USER,
+                sasl_password=cls.SASL_PASSWORD,
+            )
         )
         (root / "log4j2.properties").write_text(KAFKA_LOG4J.format(root=root))
         (root / "tools-log4j2.properties").write_text(KAFKA_TOOLS_LOG4J)

@@ -8,6 +8,7 @@ with `_source` naming the partition and `_source_row` the offset.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -25,7 +26,7 @@ import chute
 from chute.engine import open_engine
 from chute.errors import UsageError
 from chute.sources import SourceOptions
-from chute.sources.kafka import KafkaSpec, follow, parse_key, unit_key, with_options
+from chute.sources.kafka import KafkaSpec, display_url, follow, parse_key, unit_key, with_options
 
 from .extservers import KafkaBroker
 
@@ -145,6 +146,13 @@ def test_urls_and_unit_keys() -> None:
             KafkaSpec.parse([bad])
     with pytest.raises(UsageError):
         KafkaSpec.parse(["kafka://b:1/t"], "parquet")
+    login = KafkaSpec.parse(["kafka://me:pa%40ss@b1:9092/t?sasl_mechanism=scram-sha-512"])
+    assert (login.user, login.password, login.host, login.sasl_mechanism) == ("me", "pa@ss", "b1:9092", "SCRAM-SHA-512")
+    assert "pa%40ss" not in repr(login) and "pa@ss" not in repr(login)
+    assert display_url("kafka://me:pa%40ss@b1:9092/t") == "kafka://me:***@b1:9092/t"
+    with pytest.raises(UsageError) as refused:
+        KafkaSpec.parse(["kafka://me:hunter2@b1:9092/bad topic"])
+    assert "hunter2" not in str(refused.value)
     flagged = with_options(["kafka://b:1/t?batch=5", "x.json"], group="g", start=None)
     assert flagged == ["kafka://b:1/t?batch=5&group=g", "x.json"]
     assert KafkaSpec.parse(flagged[:1]).group == "g"
@@ -459,3 +467,34 @@ def test_avro_messages_with_a_schema_file(broker: KafkaBroker, target: str, tmp_
     assert (sample["name"], sample["score"], sample["tags"], sample["_source_key"]) == ("user 9", 4.5, [], "9")
     with pytest.raises(UsageError, match="schema="):
         KafkaSpec.parse([f"kafka://{broker.bootstrap}/{topic}?format=avro"])
+
+
+def test_sasl_login_and_secrets_kept_out_of_output(broker: KafkaBroker, tmp_path: Path) -> None:
+    """A SASL PLAIN listener: the right password loads (from $KAFKA_PASSWORD or the URL); a wrong
+    one or none gives one line, exit 2, and the password shows nowhere."""
+    topic = _topic(broker, partitions=2)
+    placed = _produce(broker, topic, _events(0, 500))
+    db = tmp_path / "db"
+    user, secret = KafkaBroker.SASL_USER, KafkaBroker.SASL_PASSWORD
+    url = f"kafka://{user}@{broker.sasl_bootstrap}/{topic}"
+    base = [sys.executable, "-m", "chute.cli", "load", "--table", "t", "--target", str(db), "--json"]
+    env = {**os.environ, "KAFKA_PASSWORD": secret}
+    done = subprocess.run([*base, url], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rows_loaded"] == 500
+    rows = _rows(str(db))
+    assert {p: r["id"] for p, r in rows.items()} == {p: i for i, p in enumerate(placed)}
+    assert all(user not in source for source in {r["_source"] for r in rows.values()})
+
+    base[base.index(str(db))] = str(tmp_path / "other")  # (this process holds `db` open now)
+    wrong = f"kafka://{user}:not-{secret}@{broker.sasl_bootstrap}/{topic}"
+    for args, environment in (
+        ([*base, wrong], os.environ),
+        ([*base, url], {k: v for k, v in os.environ.items() if k != "KAFKA_PASSWORD"}),
+    ):
+        failed = subprocess.run(args, capture_output=True, text=True, env=dict(environment), timeout=120)
+        assert failed.returncode != 0
+        message = failed.stderr.strip()
+        assert message and "\n" not in message and "Traceback" not in message, message
+        assert secret not in failed.stdout + failed.stderr
+        assert ("refused" in message) if args[-1] == wrong else ("needs a password" in message), message

@@ -39,7 +39,8 @@ Options (query string): `format=json|csv|raw|avro|avro-confluent` (raw: one
 Confluent's 5-byte header, both with `schema=FILE.avsc`),
 `start=earliest|latest|TIME` (where a partition with nothing in the ledger
 starts; TIME is epoch milliseconds or ISO 8601), `group=G`, `batch=N`
-(messages per unit), `max_units=N` (units planned per run).
+(messages per unit), `max_units=N` (units planned per run); SASL with
+`kafka://user[:password]@host` and `sasl_mechanism=`, TLS with `tls=1`, `ca=FILE`.
 
 `follow()` keeps loading (bounded runs one after another) until SIGINT/SIGTERM.
 """
@@ -114,6 +115,10 @@ PREFETCH_BYTES = 256 * 2**20
 TIMEOUT = 15.0
 """Seconds for metadata and offset queries."""
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PASSWORD_VARIABLE = "KAFKA_PASSWORD"
+"""Where the SASL password comes from when neither the URL nor --password-file gives it."""
+
 TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 KEY = re.compile(
     r"^kafka://(?P<host>[^/]*)/(?P<topic>[^/]+)/(?P<partition>\d+)#offsets=\[(?P<start>\d+),(?P<end>\d+)\)$"
@@ -181,6 +186,11 @@ class KafkaSpec:
     batch: int | None = None
     max_units: int | None = None
     avro_schema: str = ""  # the writer's schema (JSON text) for Avro messages
+    user: str | None = None  # SASL login, from kafka://user[:password]@host
+    password: str | None = field(default=None, repr=False)
+    sasl_mechanism: str = "PLAIN"
+    tls: bool = False
+    ca: str | None = None  # CA certificates (PEM) to verify the brokers with, where not the system's
 
     @property
     def host(self) -> str:
@@ -196,17 +206,25 @@ class KafkaSpec:
         bootstraps: set[str] = set()
         topics: list[str] = []
         params: dict[str, str] = {}
+        logins: set[tuple[str | None, str | None]] = set()
         for pattern in patterns:
             parts = urllib.parse.urlsplit(pattern)
-            if parts.scheme.lower() != "kafka" or not parts.netloc or "@" in parts.netloc:
-                raise UsageError(f"{pattern}: give kafka://host:port[,host:port]/topic[,topic]")
-            bootstraps.add(parts.netloc)
+            shown = display_url(pattern)
+            userinfo, _, hosts = parts.netloc.rpartition("@")
+            if parts.scheme.lower() != "kafka" or not hosts:
+                raise UsageError(f"{shown}: give kafka://[user[:password]@]host:port[,host:port]/topic[,topic]")
+            bootstraps.add(hosts)
+            if userinfo:
+                login, colon, secret = userinfo.partition(":")
+                logins.add((urllib.parse.unquote(login), urllib.parse.unquote(secret) if colon else None))
+            else:
+                logins.add((None, None))
             names = [t for t in parts.path.strip("/").split(",") if t]
             if not names:
-                raise UsageError(f"{pattern}: no topic given (kafka://host:port/topic)")
+                raise UsageError(f"{shown}: no topic given (kafka://host:port/topic)")
             for name in names:
                 if not TOPIC.match(name):
-                    raise UsageError(f"{pattern}: {name!r} is not a Kafka topic name")
+                    raise UsageError(f"{shown}: {name!r} is not a Kafka topic name")
                 if name not in topics:
                     topics.append(name)
             for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
@@ -215,9 +233,13 @@ class KafkaSpec:
                 params[name] = value
         if len(bootstraps) > 1:
             raise UsageError("one Kafka cluster per load: the URLs name different brokers")
-        unknown = set(params) - {"format", "start", "group", "batch", "max_units", "schema"}
+        if len(logins) > 1:
+            raise UsageError("one Kafka login per load: the URLs name different users")
+        user, password = logins.pop()
+        options = {"format", "start", "group", "batch", "max_units", "schema", "sasl_mechanism", "tls", "ca"}
+        unknown = set(params) - options
         if unknown:
-            known = "format, start, group, batch, max_units, schema"
+            known = ", ".join(sorted(options))
             raise UsageError(f"kafka sources: unknown option {', '.join(sorted(unknown))} (known: {known})")
         fmt = (params.get("format") or format_override or "json").lower()
         if fmt not in MESSAGE_FORMATS:
@@ -236,6 +258,14 @@ class KafkaSpec:
             if text is not None and (not text.isdigit() or int(text) < 1):
                 raise UsageError(f"kafka sources: {name}= takes a positive number")
             numbers[name] = int(text) if text else None
+        mechanism = params.get("sasl_mechanism", "PLAIN").upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise UsageError(f"kafka sources: sasl_mechanism={mechanism}: one of {', '.join(SASL_MECHANISMS)}")
+        if params.get("tls", "0") not in ("0", "1"):
+            raise UsageError("kafka sources: tls= takes 0 or 1")
+        ca = params.get("ca") or None
+        if ca is not None and not os.path.isfile(ca):
+            raise UsageError(f"kafka sources: ca={ca}: no such file")
         return cls(
             bootstraps.pop(),
             tuple(topics),
@@ -245,7 +275,21 @@ class KafkaSpec:
             numbers["batch"],
             numbers["max_units"],
             avro_schema,
+            user or None,
+            password,
+            mechanism,
+            params.get("tls") == "1" or ca is not None,
+            ca,
         )
+
+
+def display_url(pattern: str) -> str:
+    """A kafka:// URL as it may be shown: without a password."""
+    parts = urllib.parse.urlsplit(pattern)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return pattern
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{hosts}"))
 
 
 def _read_schema(path: str | None) -> str:
@@ -601,6 +645,8 @@ class KafkaSource:
         if not patterns:
             raise UsageError("no source given")
         self.spec = KafkaSpec.parse(patterns, options.format)
+        self._password = self._resolve_password(options.password_file)
+        self._login_error = ""
         if options.compression not in (None, "none"):
             raise UsageError("kafka sources: --compression does not apply (the client undoes Kafka's own compression)")
         self.options = options
@@ -624,6 +670,7 @@ class KafkaSource:
             # librdkafka pauses a partition's fetching this long when its queue is full (1 s by default).
             "fetch.queue.backoff.ms": 10,
         }
+        self._config.update(self._security())
         self._reader_config = {
             **self._config,
             "fetch.max.bytes": 64 * 2**20,
@@ -647,13 +694,57 @@ class KafkaSource:
         self._release = weakref.finalize(self, self._held.close)
         _open_sources.add(self)
 
+    def _resolve_password(self, password_file: str | None) -> str | None:
+        """The SASL password: from the URL, else `--password-file`, else $KAFKA_PASSWORD."""
+        if self.spec.user is None:
+            return None
+        if self.spec.password is not None:
+            return self.spec.password
+        if password_file:
+            try:
+                return Path(password_file).read_text(encoding="utf-8").rstrip("\r\n")
+            except OSError as exc:
+                raise UsageError(f"--password-file {password_file}: {exc.strerror or exc}") from None
+        found = os.environ.get(PASSWORD_VARIABLE)
+        if found is None:
+            raise UsageError(
+                f"kafka sources: user {self.spec.user} needs a password: in the URL, --password-file "
+                f"or ${PASSWORD_VARIABLE}"
+            )
+        return found
+
+    def _security(self) -> dict[str, Any]:
+        """librdkafka settings for SASL and TLS; the password goes nowhere else."""
+        spec = self.spec
+        config: dict[str, Any] = {}
+        if spec.user is not None:
+            config["security.protocol"] = "SASL_SSL" if spec.tls else "SASL_PLAINTEXT"
+            config.update({"sasl.mechanism": spec.sasl_mechanism, "sasl.username": spec.user})
+            config["sasl.password"] = self._password
+        elif spec.tls:
+            config["security.protocol"] = "SSL"
+        if spec.ca:
+            config["ssl.ca.location"] = spec.ca
+        return config
+
+    def scrub(self, text: str) -> str:
+        """`text` without the SASL password (a second line of defence: no message should hold it)."""
+        return text.replace(self._password, "***") if self._password else text
+
     # -- client ---------------------------------------------------------------
 
     def _admin_consumer(self) -> Any:
         with self._lock:
             if not self._held.meta:
-                self._held.meta.append(_kafka().Consumer(self._config, logger=_log))
+                config = {**self._config, "error_cb": self._on_client_error}
+                self._held.meta.append(_kafka().Consumer(config, logger=_log))
             return self._held.meta[0]
+
+    def _on_client_error(self, error: Any) -> None:
+        """librdkafka's errors outside any call: a refused login is only said here."""
+        kafka = _kafka()
+        if error.code() in (kafka.KafkaError._AUTHENTICATION, kafka.KafkaError.SASL_AUTHENTICATION_FAILED):
+            self._login_error = self.scrub(error.str())
 
     def _reader(self, topic: str, partition: int) -> _Reader:
         with self._lock:
@@ -683,10 +774,22 @@ class KafkaSource:
         consumer = self._admin_consumer()
         found: dict[str, list[int]] = {}
         for topic in self.spec.topics:
-            try:
-                meta = consumer.list_topics(topic, timeout=TIMEOUT)
-            except kafka.KafkaException as exc:
-                raise SourceError(f"kafka://{self.spec.bootstrap}: cannot reach the broker ({exc.args[0]})") from None
+            deadline = time.monotonic() + TIMEOUT
+            while True:  # short waits, so that a refused login ends it at once
+                try:
+                    meta = consumer.list_topics(topic, timeout=0.5)
+                    break
+                except kafka.KafkaException as exc:
+                    consumer.poll(0)  # serves error_cb, where a refused login is said
+                    if self._login_error:
+                        raise SourceError(
+                            f"kafka://{self.spec.host}: login as {self.spec.user} refused ({self._login_error})"
+                        ) from None
+                    if time.monotonic() > deadline:
+                        reason = self.scrub(str(exc.args[0]))
+                        raise SourceError(
+                            f"kafka://{self.spec.bootstrap}: cannot reach the broker ({reason})"
+                        ) from None
             info = meta.topics.get(topic)
             if info is None or info.error is not None or not info.partitions:
                 reason = info.error.str() if info is not None and info.error is not None else "no partitions"
