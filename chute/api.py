@@ -881,7 +881,8 @@ class _Loader:
         the load on the streams set. A block per thread keeps the cores busy.
         """
         budget = min(256 * 2**20, max(16 * 2**20, self.opts.memory_limit // 8))
-        if any(u.fmt.format in ROW_SIZED_FORMATS for u in batch):
+        # Ranges of a big file load one after another: one part each keeps merges (and memory) down.
+        if any(u.fmt.format in ROW_SIZED_FORMATS or u.is_range for u in batch):
             return budget
         expanded = sum(u.size * (1 if u.fmt.compression == "none" else COMPRESSED_EXPANSION) for u in batch)
         return max(16 * 2**20, min(budget, expanded // max(1, threads)))
