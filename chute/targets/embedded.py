@@ -84,7 +84,7 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         select = " UNION ALL ".join(selects)
-        with Stage(self, table, context, drop_sync=False, hold_merges=True) as stage:
+        with Stage(self, table, context, drop_sync=False, hold_merges=True, modern=True) as stage:
             target_table = stage.table if stage.table else table
             result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
             return stage.commit(count_by_source, result.rows_written, before_commit)

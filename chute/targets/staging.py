@@ -38,7 +38,13 @@ class Stage:
     """A stage table for one batch; `table` is None when the target cannot stage."""
 
     def __init__(
-        self, db: _Sql, target: TableName, context: str, drop_sync: bool = True, hold_merges: bool = False
+        self,
+        db: _Sql,
+        target: TableName,
+        context: str,
+        drop_sync: bool = True,
+        hold_merges: bool = False,
+        modern: bool = False,
     ) -> None:
         self.db = db
         self.hold_merges = hold_merges
@@ -46,13 +52,19 @@ class Stage:
         self.target = target
         self.context = context
         self.table: TableName | None = None
+        self.modern = modern
+        self.unpartitioned = False
+        """The target has no PARTITION BY: its one partition is 'all' (known only on modern engines)."""
 
     def __enter__(self) -> Stage:
+        # Old servers' system.tables has no partition_key column.
+        extra = ", partition_key" if self.modern else ""
         engine = self.db.rows(
-            f"SELECT engine FROM system.tables WHERE database = {_database(self.target)} "
+            f"SELECT engine{extra} FROM system.tables WHERE database = {_database(self.target)} "
             f"AND name = {quote_str(self.target.table)}"
         )
         if engine and "MergeTree" in engine[0]["engine"]:
+            self.unpartitioned = self.modern and engine[0]["partition_key"] == ""
             name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
             self.table = TableName(self.target.database, name)
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
@@ -85,10 +97,13 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
-        partitions = self.db.rows(
-            "SELECT DISTINCT partition_id FROM system.parts WHERE active "
-            f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
-        )
+        if self.unpartitioned:
+            partitions = [{"partition_id": "all"}] if sum(counts.values()) else []
+        else:
+            partitions = self.db.rows(
+                "SELECT DISTINCT partition_id FROM system.parts WHERE active "
+                f"AND database = {_database(self.table)} AND table = {quote_str(self.table.table)}"
+            )
         try:
             # Many partitions (days of unsorted events) go in a few statements, not one each.
             for i in range(0, len(partitions), ATTACH_PER_STATEMENT):
