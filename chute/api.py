@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from chute.capabilities import Capabilities
 from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
@@ -172,17 +172,28 @@ class LoadOptions:
         return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
 
 
-def _partitioned(target: Target, table: TableName) -> bool:
-    """Whether an existing table has a PARTITION BY (old servers: from its DDL)."""
+def _table_meta(target: Target, table: TableName) -> dict[str, Any] | None:
+    """The table's row of system.tables (engine, keys, DDL), None when it does not exist."""
     database = quote_str(table.database) if table.database else "currentDatabase()"
+    # Old servers lack the key columns: all columns there, the few needed elsewhere.
+    modern = target.capabilities.version >= (20, 1, 0)
+    columns = "engine, partition_key, sorting_key, create_table_query" if modern else "*"
     try:
         found = target.rows(
-            f"SELECT create_table_query AS ddl FROM system.tables WHERE database = {database} "
-            f"AND name = {quote_str(table.table)}"
+            f"SELECT {columns} FROM system.tables WHERE database = {database} AND name = {quote_str(table.table)}"
         )
     except ChuteError:
+        return None
+    return found[0] if found else None
+
+
+def _partitioned(meta: dict[str, Any] | None) -> bool:
+    """Whether an existing table has a PARTITION BY (old servers: from its DDL)."""
+    if meta is None:
         return False
-    return bool(found) and "PARTITION BY" in str(found[0]["ddl"]).upper()
+    if "partition_key" in meta:
+        return bool(meta["partition_key"])
+    return "PARTITION BY" in str(meta.get("create_table_query", "")).upper()
 
 
 class _Unreconciled(Exception):
@@ -256,6 +267,7 @@ def load(
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
     latest = ledger.latest() if ledger.exists() else {}
+    meta = _table_meta(tgt, table_name)
     known = tuple((k, e.state) for k, e in latest.items())
     patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(
@@ -265,7 +277,7 @@ def load(
             opts.compression,
             tuple(exclude),
             s3_endpoint=opts.s3_endpoint,
-            split_bytes=opts.range_bytes(bool(opts.partition_by) or _partitioned(tgt, table_name)),
+            split_bytes=opts.range_bytes(bool(opts.partition_by) or _partitioned(meta)),
             split_by=opts.split_by,
             where=opts.where,
             cursor=opts.cursor,
@@ -275,7 +287,7 @@ def load(
     )
     units = source.units()
     _check_cluster(opts, tgt, source, units)
-    loader = _Loader(tgt, source, table_name, opts, progress)
+    loader = _Loader(tgt, source, table_name, opts, progress, meta)
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
     finally:
@@ -381,7 +393,10 @@ class _Loader:
         table: TableName,
         opts: LoadOptions,
         progress: ProgressCallback | None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
+        self.meta = meta
+        """The table's row of system.tables when the load started (None: no table yet)."""
         self.target = target
         self.source = source
         self.table = table
@@ -448,16 +463,12 @@ class _Loader:
             if declared and {c.name for c in declared} >= PROVENANCE_NAMES:
                 self.provenance_as_data = True
         if existing is not None:
-            meta = self.target.rows(
-                "SELECT * FROM system.tables WHERE database = "
-                f"{quote_str(self.table.database) if self.table.database else 'currentDatabase()'} "
-                f"AND name = {quote_str(self.table.table)}"
-            )
-            self.stageable = bool(meta) and "MergeTree" in meta[0]["engine"]
+            meta = self.meta if self.meta is not None else _table_meta(self.target, self.table)
+            self.stageable = meta is not None and "MergeTree" in meta["engine"]
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
-            self.sorting_key = str(meta[0].get("sorting_key", meta[0].get("create_table_query", ""))) if meta else ""
+            self.sorting_key = str(meta.get("sorting_key", meta.get("create_table_query", ""))) if meta else ""
             # Old servers do not say; their inserts have no partition limit either.
-            self.partition_key = str(meta[0].get("partition_key", "")) if meta else ""
+            self.partition_key = str(meta.get("partition_key", "")) if meta else ""
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
