@@ -472,9 +472,7 @@ class _Loader:
         self._load_all(plan)
         self.report.files = [plan.results[u.key] for u in units]
         if existing is not None:
-            # Counted: the parts' row counts (system.tables) include rows a lightweight DELETE removed.
-            self.report.table_rows = int(self.target.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])
-            self.report.table_bytes_on_disk = self.target.table_stats(self.table)[1]
+            self.report.table_rows, self.report.table_bytes_on_disk = self.target.table_stats(self.table)
         return self.report
 
     def _plan(self, units: list[Unit], ledger: dict[str, LedgerEntry]) -> _Plan:

@@ -130,20 +130,20 @@ class Stage:
 
     @staticmethod
     def stats(db: _Sql, table: TableName) -> tuple[int, int]:
-        """(rows, bytes on disk): from system.tables where it keeps them (cheap), else from the parts."""
+        """(rows, bytes on disk): rows counted; bytes from system.tables where it keeps them, else the parts."""
         try:
+            # Rows counted: the parts' counts (total_rows) include rows a lightweight DELETE removed.
             found = db.rows(
-                "SELECT total_rows AS rows, total_bytes AS bytes FROM system.tables "
+                f"SELECT (SELECT count() FROM {table.sql}) AS rows, total_bytes AS bytes FROM system.tables "
                 f"WHERE database = {_database(table)} AND name = {quote_str(table.table)}"
             )
         except ChuteError:  # old servers: no such columns
             found = []
         if found and found[0]["rows"] is not None and found[0]["bytes"] is not None:
             return int(found[0]["rows"]), int(found[0]["bytes"])
-        rows = db.rows(
-            "SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active "
+        count = int(db.rows(f"SELECT count() AS n FROM {table.sql}")[0]["n"])
+        parts = db.rows(
+            "SELECT sum(bytes_on_disk) AS bytes FROM system.parts WHERE active "
             f"AND database = {_database(table)} AND table = {quote_str(table.table)}"
         )
-        if not rows:
-            return 0, 0
-        return int(rows[0]["rows"] or 0), int(rows[0]["bytes"] or 0)
+        return count, int(parts[0]["bytes"] or 0) if parts else 0
