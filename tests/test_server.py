@@ -318,6 +318,36 @@ def test_pass_through_without_provenance(tmp_path: Path, target: str, server_url
     assert again.rows_loaded == 0
 
 
+def test_failure_after_moving_rows_in_is_not_retried(tmp_path: Path, server_url: str) -> None:
+    """The server gone right after ATTACH (the stage's DROP fails): the write succeeded and
+    must not be retried whole, or its rows would be in twice (seen once in the restart test)."""
+    from chute.errors import TransientTargetError
+    from chute.targets.server import ServerTarget
+
+    (tmp_path / "a.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(100)))
+    real_execute = ServerTarget.execute
+    failed = {"n": 0}
+
+    def flaky_execute(self, sql, settings=None, context=""):  # type: ignore[no-untyped-def]
+        if sql.startswith("DROP TABLE IF EXISTS") and "_chute_stage_t_" in sql and not failed["n"]:
+            failed["n"] += 1
+            raise TransientTargetError("connection reset by peer")
+        return real_execute(self, sql, settings, context)
+
+    ServerTarget.execute = flaky_execute  # type: ignore[method-assign]
+    try:
+        report = chute.load([str(tmp_path)], table="t", target=server_url)
+    finally:
+        ServerTarget.execute = real_execute  # type: ignore[method-assign]
+    assert failed["n"] == 1
+    assert report.ok and report.rows_loaded == 100
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "100"
+    again = chute.load([str(tmp_path)], table="t", target=server_url)  # and the stage left behind goes
+    assert again.rows_loaded == 0
+    stages = server_query(server_url, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%' FORMAT TSV")
+    assert stages.strip() == "0"
+
+
 def test_failure_while_moving_rows_in_is_repaired_not_doubled(tmp_path: Path, server_url: str) -> None:
     """A connection lost during ATTACH (the commit) must not lead to a blind retry."""
     from chute.errors import CommitUncertain

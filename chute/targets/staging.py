@@ -7,6 +7,7 @@ that are not MergeTree get plain inserts (no stage).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
 from types import TracebackType
@@ -77,7 +78,11 @@ class Stage:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self.table is not None:
-            self.db.execute(f"DROP TABLE IF EXISTS {self.table.sql}{self.drop_suffix}")
+            # A failure here must not look like a failed write: the rows may be in the target
+            # already, and a retry would add them twice. A stage left behind is dropped by the
+            # next run (drop_stale).
+            with contextlib.suppress(ChuteError):
+                self.db.execute(f"DROP TABLE IF EXISTS {self.table.sql}{self.drop_suffix}")
 
     def commit(
         self, count_by_source: bool, rows_written: int | None = None, before_commit: CommitCheck | None = None
