@@ -6,11 +6,13 @@ can compare between runs) and gives the engine SQL to read each one.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Protocol
 
 from chute.formats import FileFormat
 from chute.schema import Column
+from chute.sql import quote_str
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,42 @@ class Unit:
     def identity(self) -> str:
         """What must stay equal for the unit to count as unchanged."""
         return f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"
+
+
+def table_function(
+    name: str,
+    location: list[str],
+    fmt_name: str,
+    structure: str | None,
+    compression: str,
+    extra: list[str] | None = None,
+) -> str:
+    """`name(location..., format[, structure][, compression][, extra...])`: the argument order
+    file(), url(), s3() and hdfs() share (a compression needs a structure before it: 'auto')."""
+    args = [*location, quote_str(fmt_name)]
+    if structure is not None or compression != "none":
+        args.append(quote_str(structure) if structure is not None else "'auto'")
+    if compression != "none":
+        args.append(quote_str(compression))
+    return f"{name}({', '.join([*args, *(extra or [])])})"
+
+
+def common_directory(paths: list[str]) -> str:
+    """The paths' common prefix, cut back to a '/' (character-wise on purpose: object keys
+    are not file paths, and '//' in one is kept)."""
+    common = os.path.commonprefix(paths)  # noqa: RUF071
+    return common[: common.rfind("/") + 1]
+
+
+def provenance_by_path(source_sql: str, paths: list[str], units: list[Unit]) -> dict[str, str]:
+    """`_source` and `_source_mtime` of rows read by one call over several units, from the
+    engine's `_path` (which names each unit as `paths` does)."""
+    listed = "[" + ", ".join(quote_str(p) for p in paths) + "]"
+    mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
+    return {
+        "_source": source_sql,
+        "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {listed}, {mtimes}, 0), 'UTC')",
+    }
 
 
 class Source(Protocol):

@@ -9,7 +9,7 @@ import stat
 from chute.errors import SourceError, UsageError
 from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
 from chute.schema import Column
-from chute.sources import Unit
+from chute.sources import Unit, provenance_by_path, table_function
 from chute.sources.ranges import SPLIT_FORMATS, range_url, split_points
 from chute.sql import quote_str
 
@@ -166,12 +166,7 @@ class FileSource:
             if structure is not None:
                 parts.append(quote_str(structure))
             return f"url({', '.join(parts)})"
-        args = [quote_str(unit.key), quote_str(fmt_name or fmt.format)]
-        if structure is not None or fmt.compression != "none":
-            args.append(quote_str(structure) if structure is not None else "'auto'")
-        if fmt.compression != "none":
-            args.append(quote_str(fmt.compression))
-        return f"file({', '.join(args)})"
+        return table_function("file", [quote_str(unit.key)], fmt_name or fmt.format, structure, fmt.compression)
 
     def combined_expression(
         self, units: list[Unit], structure: str, fmt_name: str | None = None
@@ -188,20 +183,9 @@ class FileSource:
         ):
             return None
         fmt = units[0].fmt
-        args = [
-            quote_str(f"{directory}/{{{','.join(names)}}}"),
-            quote_str(fmt_name or fmt.format),
-            quote_str(structure),
-        ]
-        if fmt.compression != "none":
-            args.append(quote_str(fmt.compression))
-        keys = "[" + ", ".join(quote_str(u.key) for u in units) + "]"
-        mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
-        per_unit = {
-            "_source": "_path",
-            "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {keys}, {mtimes}, 0), 'UTC')",
-        }
-        return f"file({', '.join(args)})", per_unit
+        location = [quote_str(f"{directory}/{{{','.join(names)}}}")]
+        call = table_function("file", location, fmt_name or fmt.format, structure, fmt.compression)
+        return call, provenance_by_path("_path", [u.key for u in units], units)
 
     def unchanged(self, unit: Unit) -> bool:
         try:

@@ -20,7 +20,6 @@ as the user running chute (simple authentication, no Kerberos here).
 
 from __future__ import annotations
 
-import os
 import socket
 import urllib.parse
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit
+from chute.sources import Unit, common_directory, provenance_by_path, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS, _known_extension, expand_braces
 from chute.sql import quote_str
 
@@ -182,12 +181,7 @@ class HdfsSource:
 
     @staticmethod
     def _call(url: str, fmt_name: str, structure: str | None, compression: str) -> str:
-        args = [quote_str(url), quote_str(fmt_name)]
-        if structure is not None or compression != "none":
-            args.append(quote_str(structure) if structure is not None else "'auto'")
-        if compression != "none":
-            args.append(quote_str(compression))
-        return f"hdfs({', '.join(args)})"
+        return table_function("hdfs", [quote_str(url)], fmt_name, structure, compression)
 
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         return self._call(unit.key, fmt_name or unit.fmt.format, structure, unit.fmt.compression)
@@ -203,19 +197,12 @@ class HdfsSource:
             return None
         if any(c in COMBINE_UNSAFE for path in paths for c in path) or len(set(paths)) != len(paths):
             return None
-        common = os.path.commonprefix(paths)  # noqa: RUF071
-        common = common[: common.rfind("/") + 1]
+        common = common_directory(paths)
         names = ",".join(path[len(common) :] for path in paths)
         fmt = units[0].fmt
         call = self._call(f"hdfs://{address}{common}{{{names}}}", fmt_name or fmt.format, structure, fmt.compression)
-        listed = "[" + ", ".join(quote_str(p) for p in paths) + "]"
-        mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
-        per_unit = {
-            # The engine's _path is the path alone, without hdfs://host:port.
-            "_source": f"concat({quote_str('hdfs://' + address)}, _path)",
-            "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {listed}, {mtimes}, 0), 'UTC')",
-        }
-        return call, per_unit
+        # The engine's _path is the path alone, without hdfs://host:port.
+        return call, provenance_by_path(f"concat({quote_str('hdfs://' + address)}, _path)", paths, units)
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
         return None

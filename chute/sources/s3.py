@@ -30,7 +30,7 @@ from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit
+from chute.sources import Unit, common_directory, provenance_by_path, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS, _known_extension, expand_braces
 from chute.sources.sigv4 import Credentials, canonical_query, quote_path, sign
 from chute.sources.url import http_date_ns
@@ -379,12 +379,7 @@ class S3Source:
         return ["NOSIGN"] if self.credentials is None else []
 
     def _call(self, url: str, fmt_name: str, structure: str | None, compression: str) -> str:
-        args = [quote_str(url), *self._auth_args(), quote_str(fmt_name)]
-        if structure is not None or compression != "none":
-            args.append(quote_str(structure) if structure is not None else "'auto'")
-        if compression != "none":
-            args.append(quote_str(compression))
-        return f"s3({', '.join(args)})"
+        return table_function("s3", [quote_str(url), *self._auth_args()], fmt_name, structure, compression)
 
     def table_expression(self, unit: Unit, structure: str | None, fmt_name: str | None = None) -> str:
         bucket, key = split_url(unit.key)
@@ -439,19 +434,12 @@ class S3Source:
             return None
         if any(c in COMBINE_UNSAFE for key in keys for c in key):
             return None
-        # Character-wise on purpose (keys are not file paths: '//' is kept), cut back to a '/'.
-        common = os.path.commonprefix(keys)  # noqa: RUF071
-        common = common[: common.rfind("/") + 1]
+        common = common_directory(keys)
         names = ",".join(quote_path(key[len(common) :]) for key in keys)
         url = f"{self.object_url(bucket, common)}{{{names}}}"
         fmt = units[0].fmt
-        paths = "[" + ", ".join(quote_str(f"{bucket}/{key}") for key in keys) + "]"
-        mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
-        per_unit = {
-            # The engine's _path is 'bucket/key'.
-            "_source": "concat('s3://', _path)",
-            "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {paths}, {mtimes}, 0), 'UTC')",
-        }
+        # The engine's _path is 'bucket/key'.
+        per_unit = provenance_by_path("concat('s3://', _path)", [f"{bucket}/{key}" for key in keys], units)
         return self._call(url, fmt_name or fmt.format, structure, fmt.compression), per_unit
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import email.utils
-import os
 import threading
 import time
 import urllib.parse
@@ -34,7 +33,7 @@ from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit
+from chute.sources import Unit, common_directory, provenance_by_path, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS, expand_braces
 from chute.sql import quote_str
 
@@ -227,14 +226,8 @@ class UrlSource:
 
     @staticmethod
     def _call(url: str, authorization: str, fmt_name: str, structure: str | None, compression: str) -> str:
-        args = [quote_str(url), quote_str(fmt_name)]
-        if structure is not None or compression != "none":
-            args.append(quote_str(structure) if structure is not None else "'auto'")
-        if compression != "none":
-            args.append(quote_str(compression))
-        if authorization:
-            args.append(f"headers('Authorization' = {quote_str(authorization)})")
-        return f"url({', '.join(args)})"
+        headers = [f"headers('Authorization' = {quote_str(authorization)})"] if authorization else []
+        return table_function("url", [quote_str(url)], fmt_name, structure, compression, headers)
 
     def server_blocker(self, unit: Unit, capabilities: Capabilities, cluster: str | None = None) -> str | None:
         """Why a server cannot be handed this URL to read itself; None when it can."""
@@ -280,22 +273,15 @@ class UrlSource:
             or not all(p.startswith("/") for p in paths)
         ):
             return None
-        # Character-wise, cut back to a '/' (every path starts with one).
-        common = os.path.commonprefix(paths)  # noqa: RUF071
-        common = common[: common.rfind("/") + 1]
+        common = common_directory(paths)  # (every path starts with '/')
         names = ",".join(p[len(common) :] for p in paths)
         fmt = units[0].fmt
         url = f"{first.scheme}://{first.netloc}{common}{{{names}}}"
         call = self._call(url, reads[0][1], fmt_name or fmt.format, structure, fmt.compression)
         # The engine's _path is the URL's path, as sent.
         listed = "[" + ", ".join(quote_str(p) for p in paths) + "]"
-        names = "[" + ", ".join(quote_str(u.key) for u in units) + "]"
-        mtimes = "[" + ", ".join(str(u.mtime_ns) for u in units) + "]"
-        per_unit = {
-            "_source": f"transform(_path, {listed}, {names}, '')",
-            "_source_mtime": f"fromUnixTimestamp64Nano(transform(_path, {listed}, {mtimes}, 0), 'UTC')",
-        }
-        return call, per_unit
+        keys = "[" + ", ".join(quote_str(u.key) for u in units) + "]"
+        return call, provenance_by_path(f"transform(_path, {listed}, {keys}, '')", paths, units)
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
         return None
