@@ -7,7 +7,11 @@ at a fresh directory; opening it closes the previous one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import random
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -48,6 +52,37 @@ def table_checksum(db: Path, checksum_sql: str, table: str = "t") -> tuple[int, 
         return int(row["n"]), int(row["h"])
     finally:
         engine.close()
+
+
+def kill_trials(
+    command: Callable[[Path], list[str]],
+    work: Path,
+    checksum: Callable[[Path], tuple[int, int]],
+    expected: tuple[int, int],
+    full: float,
+    idle: float,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, int]:
+    """SIGKILL `command(db)` at random moments inside a load (past `idle`, the start-up of
+    a run with nothing to do, within `full`, a clean load), re-run it, and check the table
+    equals the clean one; until three kills landed and two left a partial table (at most
+    eight trials: the timing varies by machine). Returns (kills, partial tables)."""
+    rng = random.Random(8)
+    kills = partial = 0
+    for trial in range(8):
+        if kills >= 3 and partial >= 2:
+            break
+        db = work / f"trial{trial}"
+        proc = subprocess.Popen(command(db), env=env)
+        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        partial += 0 < checksum(db)[0] < expected[0]
+        subprocess.run(command(db), check=True, env=env)
+        assert checksum(db) == expected, f"trial {trial} differs from the clean load"
+    return kills, partial
 
 
 def set_mtime(path: Path, seconds: int) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
-import signal
 import subprocess
 import sys
 import time
@@ -28,7 +26,7 @@ from chute.errors import SourceError, UsageError
 from chute.sources import SourceOptions, open_source
 from chute.sources.hdfs import HdfsSource
 
-from .conftest import table_checksum
+from .conftest import kill_trials, table_checksum
 from .extservers import HdfsServer
 from .servers import free_port
 from .test_server import server_query
@@ -241,22 +239,7 @@ def test_sigkill_during_a_load_then_rerun(hdfs: HdfsServer, tmp_path: Path) -> N
     idle = time.monotonic() - t0
     assert _checksum(clean) == expected
 
-    rng = random.Random(8)
-    kills = partial = 0
-    # Until three kills landed in a load (at most eight trials: the timing varies by machine).
-    for trial in range(8):
-        if kills >= 3 and partial >= 2:
-            break
-        db = tmp_path / f"trial{trial}"
-        proc = subprocess.Popen([*_command(url, db), "--quiet"])
-        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        partial += 0 < _checksum(db)[0] < expected[0]
-        subprocess.run([*_command(url, db), "--quiet"], check=True)
-        assert _checksum(db) == expected, f"trial {trial} differs from the clean load"
+    kills, partial = kill_trials(lambda db: [*_command(url, db), "--quiet"], tmp_path, _checksum, expected, full, idle)
     print(f"put {put:.2f} s, clean load {full:.2f} s, idle run {idle:.2f} s; {kills} kills, {partial} partial")
     assert kills >= 3
     assert partial >= 2, "kills did not land inside loads"

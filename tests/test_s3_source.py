@@ -10,9 +10,7 @@ import datetime
 import gzip
 import json
 import os
-import random
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -36,7 +34,7 @@ from chute.sources.sigv4 import Credentials, sign
 from chute.sources.url import UrlSource
 from chute.sql import TableName, quote_ident, quote_str
 
-from .conftest import table_checksum
+from .conftest import kill_trials, table_checksum
 from .extservers import S3Server
 from .test_server import server_query
 
@@ -323,22 +321,9 @@ def test_sigkill_during_a_load_then_rerun(s3: S3Server, aws_env: dict[str, str],
     idle = time.monotonic() - t0
     assert _checksum(clean) == expected
 
-    rng = random.Random(8)
-    kills = partial = 0
-    # Until three kills landed in a load (at most eight trials: the timing varies by machine).
-    for trial in range(8):
-        if kills >= 3 and partial >= 2:
-            break
-        db = tmp_path / f"trial{trial}"
-        proc = subprocess.Popen(_command(s3.endpoint, db), env=aws_env)
-        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        partial += 0 < _checksum(db)[0] < expected[0]
-        subprocess.run(_command(s3.endpoint, db), check=True, env=aws_env)
-        assert _checksum(db) == expected, f"trial {trial} differs from the clean load"
+    kills, partial = kill_trials(
+        lambda db: _command(s3.endpoint, db), tmp_path, _checksum, expected, full, idle, env=aws_env
+    )
     print(f"clean load {full:.2f} s, idle run {idle:.2f} s; {kills} kills, {partial} left a partial table")
     assert kills >= 3
     assert partial >= 2, "kills did not land inside loads"

@@ -11,9 +11,7 @@ import base64
 import email.utils
 import gzip
 import json
-import random
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +31,7 @@ from chute.errors import SourceError
 from chute.sources import SourceOptions, open_source
 from chute.sources.url import UrlSource
 
-from .conftest import table_checksum, write_with_engine
+from .conftest import kill_trials, table_checksum, write_with_engine
 
 FILES = 40
 ROWS = 25_000
@@ -266,21 +264,7 @@ def test_sigkill_during_a_load_then_rerun(web: WebServer, tmp_path: Path) -> Non
     idle = time.monotonic() - t0  # start-up and HEAD requests: kills aim past it
     assert _checksum(clean) == expected
 
-    rng = random.Random(8)
-    kills = partial = 0
-    for trial in range(8):
-        if kills >= 3 and partial >= 2:
-            break
-        db = tmp_path / f"trial{trial}"
-        proc = subprocess.Popen([*_command(urls, db), "--quiet"])
-        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        partial += 0 < _checksum(db)[0] < expected[0]
-        subprocess.run([*_command(urls, db), "--quiet"], check=True)
-        assert _checksum(db) == expected, f"trial {trial} differs from the clean load"
+    kills, partial = kill_trials(lambda db: [*_command(urls, db), "--quiet"], tmp_path, _checksum, expected, full, idle)
     print(f"clean load {full:.2f} s, idle run {idle:.2f} s; {kills} kills, {partial} left a partial table")
     assert kills >= 3
     assert partial >= 2, "kills did not land inside loads"
