@@ -62,7 +62,20 @@ def _walk(directory: str) -> list[str]:
     return found
 
 
-class FileSource:
+class EngineRowNumbers:
+    """Row numbers of units the engine reads as files: its `_row_number` where the format
+    fills it, else a count over the blocks, right only when one thread reads the unit."""
+
+    def row_number_expression(self, unit: Unit) -> str:
+        if unit.fmt.format in ROW_NUMBER_FORMATS:
+            return "_row_number + 1"
+        return "rowNumberInAllBlocks() + 1"
+
+    def needs_serial_read(self, unit: Unit) -> bool:
+        return unit.fmt.format not in ROW_NUMBER_FORMATS
+
+
+class FileSource(EngineRowNumbers):
     """Files on the local file system, read by the engine's file() function."""
 
     def __init__(
@@ -195,11 +208,3 @@ class FileSource:
         if unit.is_range:
             return st.st_mtime_ns == unit.mtime_ns and st.st_size >= unit.end
         return st.st_size == unit.size and st.st_mtime_ns == unit.mtime_ns
-
-    def row_number_expression(self, unit: Unit) -> str:
-        if unit.fmt.format in ROW_NUMBER_FORMATS:
-            return "_row_number + 1"
-        return "rowNumberInAllBlocks() + 1"
-
-    def needs_serial_read(self, unit: Unit) -> bool:
-        return unit.fmt.format not in ROW_NUMBER_FORMATS

@@ -28,7 +28,7 @@ from chute.errors import ChuteError, SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
 from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import ROW_NUMBER_FORMATS, _known_extension, expand_braces
+from chute.sources.files import EngineRowNumbers, _known_extension, expand_braces
 from chute.sql import quote_str
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-class HdfsSource:
+class HdfsSource(EngineRowNumbers):
     """Files on HDFS, one unit per file, listed and read by the engine's hdfs() function."""
 
     def __init__(
@@ -218,11 +218,3 @@ class HdfsSource:
         if len(rows) != 1:
             return False
         return int(rows[0]["size"] or 0) == unit.size and int(rows[0]["t"] or 0) * 10**9 == unit.mtime_ns
-
-    def row_number_expression(self, unit: Unit) -> str:
-        if unit.fmt.format in ROW_NUMBER_FORMATS:
-            return "_row_number + 1"
-        return "rowNumberInAllBlocks() + 1"
-
-    def needs_serial_read(self, unit: Unit) -> bool:
-        return unit.fmt.format not in ROW_NUMBER_FORMATS

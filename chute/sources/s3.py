@@ -31,7 +31,7 @@ from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
 from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import ROW_NUMBER_FORMATS, _known_extension, expand_braces
+from chute.sources.files import EngineRowNumbers, _known_extension, expand_braces
 from chute.sources.sigv4 import Credentials, canonical_query, quote_path, sign
 from chute.sources.url import http_date_ns
 from chute.sql import quote_str
@@ -133,7 +133,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-class S3Source:
+class S3Source(EngineRowNumbers):
     """Objects in S3 or an S3-compatible store, read by the engine's s3() function."""
 
     page_size = 1000
@@ -468,11 +468,3 @@ class S3Source:
         if unit.etag:
             return now.etag == unit.etag
         return now.mtime_ns // 10**9 == unit.mtime_ns // 10**9
-
-    def row_number_expression(self, unit: Unit) -> str:
-        if unit.fmt.format in ROW_NUMBER_FORMATS:
-            return "_row_number + 1"
-        return "rowNumberInAllBlocks() + 1"
-
-    def needs_serial_read(self, unit: Unit) -> bool:
-        return unit.fmt.format not in ROW_NUMBER_FORMATS

@@ -34,7 +34,7 @@ from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
 from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import ROW_NUMBER_FORMATS, expand_braces
+from chute.sources.files import EngineRowNumbers, expand_braces
 from chute.sql import quote_str
 
 PROBES = 16
@@ -98,7 +98,7 @@ def _origin(url: str) -> tuple[str, str]:
     return parts.scheme.lower(), parts.netloc.lower()
 
 
-class UrlSource:
+class UrlSource(EngineRowNumbers):
     """Files on web servers, one unit per URL, read by the engine's url() function."""
 
     def __init__(
@@ -297,11 +297,3 @@ class UrlSource:
         if unit.etag:
             return info.etag == unit.etag
         return info.mtime_ns == unit.mtime_ns
-
-    def row_number_expression(self, unit: Unit) -> str:
-        if unit.fmt.format in ROW_NUMBER_FORMATS:
-            return "_row_number + 1"
-        return "rowNumberInAllBlocks() + 1"
-
-    def needs_serial_read(self, unit: Unit) -> bool:
-        return unit.fmt.format not in ROW_NUMBER_FORMATS
