@@ -62,6 +62,15 @@ class _Server:
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     name: ClassVar[str] = "server"
 
+    @staticmethod
+    def missing() -> str | None:
+        """Why this server cannot run here (what to install), or None."""
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.missing() is None
+
     def _spawn(self, args: Sequence[str], env: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         (self.root / "log").mkdir(parents=True, exist_ok=True)
         with open(self.root / "log" / "stdout.log", "ab") as log:
@@ -168,10 +177,6 @@ class PostgresServer(_Server):
     @staticmethod
     def missing() -> str | None:
         return None if _postgres_bin() else _install_hint("postgres")
-
-    @classmethod
-    def available(cls) -> bool:
-        return cls.missing() is None
 
     @property
     def bin(self) -> Path:
@@ -307,10 +312,6 @@ class MariaDBServer(_Server):
         ok = all(os.path.exists(p) for p in (MARIADBD, MARIADB_INSTALL_DB, MARIADB_CLIENT))
         return None if ok else _install_hint("mariadb")
 
-    @classmethod
-    def available(cls) -> bool:
-        return cls.missing() is None
-
     @property
     def address(self) -> str:
         """host:port, as ClickHouse's mysql() table function takes it."""
@@ -443,10 +444,6 @@ class S3Server(_Server):
     @staticmethod
     def missing() -> str | None:
         return None if os.access(versitygw_binary(), os.X_OK) else _install_hint("s3")
-
-    @classmethod
-    def available(cls) -> bool:
-        return cls.missing() is None
 
     @property
     def endpoint(self) -> str:
@@ -636,6 +633,15 @@ def kafka_jars() -> Path:
     return CACHE / f"kafka-{KAFKA_VERSION}" / "jars"
 
 
+def _java_missing(jars: Path, server: str) -> str | None:
+    """What a server run from Maven jars lacks: Java, or its installed jars."""
+    if not shutil.which("java"):
+        return "java (17 or newer) is not on PATH"
+    if not (jars.parent / "complete").exists():
+        return _install_hint(server)
+    return None
+
+
 @dataclass
 class KafkaBroker(_Server):
     """One Kafka broker in KRaft mode (broker and controller in one JVM); `bootstrap` is host:port.
@@ -655,15 +661,7 @@ class KafkaBroker(_Server):
 
     @staticmethod
     def missing() -> str | None:
-        if not shutil.which("java"):
-            return "java (17 or newer) is not on PATH"
-        if not (kafka_jars().parent / "complete").exists():
-            return _install_hint("kafka")
-        return None
-
-    @classmethod
-    def available(cls) -> bool:
-        return cls.missing() is None
+        return _java_missing(kafka_jars(), "kafka")
 
     @property
     def bootstrap(self) -> str:
@@ -820,15 +818,7 @@ class HdfsServer(_Server):
 
     @staticmethod
     def missing() -> str | None:
-        if not shutil.which("java"):
-            return "java (17 or newer) is not on PATH"
-        if not (hadoop_jars().parent / "complete").exists():
-            return _install_hint("hdfs")
-        return None
-
-    @classmethod
-    def available(cls) -> bool:
-        return cls.missing() is None
+        return _java_missing(hadoop_jars(), "hdfs")
 
     @property
     def address(self) -> str:
