@@ -15,6 +15,7 @@ Each class has `available()` and `missing()` (what to install, or None).
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import glob
 import hashlib
@@ -31,10 +32,12 @@ import urllib.parse
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+import pytest
 
 from .servers import free_port
 
@@ -631,6 +634,23 @@ KAFKA_STARTED = "Kafka Server started"
 
 def kafka_jars() -> Path:
     return CACHE / f"kafka-{KAFKA_VERSION}" / "jars"
+
+
+S = TypeVar("S", bound="_Server")
+
+
+@contextlib.contextmanager
+def running(kind: type[S]) -> Iterator[S]:
+    """A started server of `kind` on loopback, removed afterwards; the test is skipped
+    (saying what to install) where the server is not installed."""
+    if not kind.available():
+        pytest.skip(f"no {kind.name} server: {kind.missing()}")
+    server = kind.create()  # type: ignore[attr-defined]
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
 
 
 def _java_missing(jars: Path, server: str) -> str | None:

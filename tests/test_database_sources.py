@@ -27,7 +27,7 @@ from chute.engine import open_engine
 from chute.errors import UsageError
 from chute.sources.database import parse_url
 
-from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer
+from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer, running
 
 pytestmark = pytest.mark.slow
 
@@ -115,27 +115,16 @@ def _engine_checksum(target: str, table: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    if not PostgresServer.available():
-        pytest.skip(str(PostgresServer.missing()))
-    server = PostgresServer.create()
-    try:
-        server.start()
+    with running(PostgresServer) as server:
         # Not UTC on purpose: timestamptz must still arrive as the right instant.
         server.sql(f"ALTER ROLE {TEST_USER} SET timezone = 'Asia/Kolkata'")
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture(scope="module")
 def mariadb() -> Iterator[MariaDBServer]:
-    if not MariaDBServer.available():
-        pytest.skip(str(MariaDBServer.missing()))
-    server = MariaDBServer.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(MariaDBServer) as server:
+        yield server
 
 
 @pytest.fixture(params=["postgresql", "mysql"])

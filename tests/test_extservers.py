@@ -20,6 +20,7 @@ from .extservers import (
     MariaDBServer,
     PostgresServer,
     S3Server,
+    running,
 )
 
 pytestmark = pytest.mark.slow
@@ -27,46 +28,26 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture()
 def postgres() -> Iterator[PostgresServer]:
-    if not PostgresServer.available():
-        pytest.skip(str(PostgresServer.missing()))
-    server = PostgresServer.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(PostgresServer) as server:
+        yield server
 
 
 @pytest.fixture()
 def mariadb() -> Iterator[MariaDBServer]:
-    if not MariaDBServer.available():
-        pytest.skip(str(MariaDBServer.missing()))
-    server = MariaDBServer.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(MariaDBServer) as server:
+        yield server
 
 
 @pytest.fixture()
 def s3() -> Iterator[S3Server]:
-    if not S3Server.available():
-        pytest.skip(str(S3Server.missing()))
-    server = S3Server.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(S3Server) as server:
+        yield server
 
 
 @pytest.fixture()
 def kafka() -> Iterator[KafkaBroker]:
-    if not KafkaBroker.available():
-        pytest.skip(str(KafkaBroker.missing()))
-    broker = KafkaBroker.create()
-    try:
-        yield broker.start()
-    finally:
-        broker.remove()
+    with running(KafkaBroker) as server:
+        yield server
 
 
 def test_postgres_table_reads_through_the_engine(postgres: PostgresServer, engine) -> None:  # type: ignore[no-untyped-def]
@@ -95,13 +76,8 @@ def test_mariadb_table_reads_through_the_engine(mariadb: MariaDBServer, engine) 
 
 @pytest.fixture()
 def hdfs() -> Iterator[HdfsServer]:
-    if not HdfsServer.available():
-        pytest.skip(str(HdfsServer.missing()))
-    server = HdfsServer.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(HdfsServer) as server:
+        yield server
 
 
 def test_hdfs_puts_over_webhdfs_and_reads_through_the_engine(hdfs: HdfsServer, engine) -> None:  # type: ignore[no-untyped-def]

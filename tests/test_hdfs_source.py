@@ -27,7 +27,7 @@ from chute.sources import SourceOptions, open_source
 from chute.sources.hdfs import HdfsSource
 
 from .conftest import kill_trials, table_checksum
-from .extservers import HdfsServer
+from .extservers import HdfsServer, running
 from .servers import free_port
 from .test_server import server_query
 
@@ -60,11 +60,7 @@ def _expected(numbers: range) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def hdfs() -> Iterator[HdfsServer]:
-    if not HdfsServer.available():
-        pytest.skip(f"no HDFS server installed: {HdfsServer.missing()}")
-    server = HdfsServer.create()
-    try:
-        server.start()
+    with running(HdfsServer) as server:
         _put(server, "/data", range(6))
         server.put("/data/_SUCCESS", b"")
         server.put("/data/notes.txt", b"not data")
@@ -72,8 +68,6 @@ def hdfs() -> Iterator[HdfsServer]:
         server.put("/data/sub/part-0100.json.gz", _rows(100))
         server.mkdir("/empty")
         yield server
-    finally:
-        server.remove()
 
 
 def _keys(hdfs: HdfsServer, pattern: str, **kwargs: object) -> list[str]:

@@ -28,21 +28,16 @@ from chute.errors import UsageError
 from chute.sources import SourceOptions
 from chute.sources.kafka import KafkaSpec, display_url, follow, parse_key, unit_key, with_options
 
-from .extservers import KafkaBroker
+from .extservers import KafkaBroker, running
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[KafkaBroker]:
-    if not KafkaBroker.available():
-        pytest.skip(f"no Kafka broker: {KafkaBroker.missing()}")
     pytest.importorskip("confluent_kafka", reason="pip install 'chute[kafka]' (confluent-kafka)")
-    server = KafkaBroker.create()
-    try:
-        yield server.start()
-    finally:
-        server.remove()
+    with running(KafkaBroker) as server:
+        yield server
 
 
 def _topic(broker: KafkaBroker, partitions: int = 3) -> str:

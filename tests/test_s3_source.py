@@ -35,7 +35,7 @@ from chute.sources.url import UrlSource
 from chute.sql import TableName, quote_ident, quote_str
 
 from .conftest import kill_trials, table_checksum
-from .extservers import S3Server
+from .extservers import S3Server, running
 from .test_server import server_query
 
 OBJECTS = 300
@@ -73,17 +73,11 @@ def _expected(numbers: range) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
-    if not S3Server.available():
-        pytest.skip(str(S3Server.missing()))
-    server = S3Server.create()
-    try:
-        server.start()
+    with running(S3Server) as server:
         _put(server, "data", range(OBJECTS))
         server.put_object("data/_SUCCESS", b"")
         server.put_object("data/notes.txt", b"not data")
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture()
