@@ -164,7 +164,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+ALLOCATOR_CONF = "background_thread:true,dirty_decay_ms:1000"
+"""The engine's allocator (jemalloc, read from JE_MALLOC_CONF when the engine loads): hand freed
+pages back within a second, not five, so the process's RSS follows what the engine holds
+(a 7 M-row Parquet load under --memory-limit 1GB: 0.7 GiB peak instead of 0.75-1 GiB)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if "chdb" not in sys.modules:  # the command owns its process; a user's setting wins
+        os.environ.setdefault("JE_MALLOC_CONF", ALLOCATOR_CONF)
     args = _parser().parse_args(argv)
     try:
         if args.command == "load":

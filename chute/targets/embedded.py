@@ -17,7 +17,7 @@ from chute.formats import FileFormat
 from chute.schema import Column, table_columns
 from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.staging import CommitCheck, Stage
+from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 
 
 class EmbeddedTarget:
@@ -84,9 +84,13 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         select = " UNION ALL ".join(selects)
-        with Stage(self, table, context, drop_sync=False, hold_merges=True, modern=True) as stage:
+        query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
+        part_settings = {k: int(v) for k, v in settings.items() if k in PART_WRITER_SETTINGS}
+        with Stage(
+            self, table, context, drop_sync=False, hold_merges=True, modern=True, part_settings=part_settings
+        ) as stage:
             target_table = stage.table if stage.table else table
-            result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", settings, context)
+            result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", query_settings, context)
             return stage.commit(count_by_source, result.rows_written, before_commit)
 
     def write_select(

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
 from chute.engine import Settings, StatementResult
 from chute.errors import ChuteError, CommitUncertain, TransientTargetError
-from chute.sql import TableName, quote_str
+from chute.sql import TableName, quote_ident, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
 ATTACH_PER_STATEMENT = 100  # 18.16 and the embedded engine both take several commands in one ALTER
@@ -35,6 +35,11 @@ def _database(table: TableName) -> str:
     return quote_str(table.database) if table.database else "currentDatabase()"
 
 
+PART_WRITER_SETTINGS = frozenset({"max_compress_block_size", "min_compress_block_size"})
+"""Settings of how an insert writes parts. The engine's MergeTree writer takes them from
+the table, not the query: a target that stages applies them to its stage table."""
+
+
 class Stage:
     """A stage table for one batch; `table` is None when the target cannot stage."""
 
@@ -46,29 +51,31 @@ class Stage:
         drop_sync: bool = True,
         hold_merges: bool = False,
         modern: bool = False,
+        part_settings: Mapping[str, int] | None = None,
     ) -> None:
         self.db = db
         self.hold_merges = hold_merges
+        self.part_settings = dict(part_settings or {})
         self.drop_suffix = " SYNC" if drop_sync else ""
         self.target = target
         self.context = context
         self.table: TableName | None = None
         self.modern = modern
-        self.unpartitioned = False
-        """The target has no PARTITION BY: its one partition is 'all' (known only on modern engines)."""
+        """A modern engine: ATTACH PARTITION ALL moves every partition in one statement."""
 
     def __enter__(self) -> Stage:
-        # Old servers' system.tables has no partition_key column.
-        extra = ", partition_key" if self.modern else ""
         engine = self.db.rows(
-            f"SELECT engine{extra} FROM system.tables WHERE database = {_database(self.target)} "
+            f"SELECT engine FROM system.tables WHERE database = {_database(self.target)} "
             f"AND name = {quote_str(self.target.table)}"
         )
         if engine and "MergeTree" in engine[0]["engine"]:
-            self.unpartitioned = self.modern and engine[0]["partition_key"] == ""
             name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
             self.table = TableName(self.target.database, name)
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
+            if self.part_settings:
+                # How the insert writes its parts (a table setting; the target's own stay as they are).
+                assignments = ", ".join(f"{quote_ident(k)} = {int(v)}" for k, v in self.part_settings.items())
+                self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
             if self.hold_merges:
                 # Merging parts that move into the target anyway would take cores from the load.
                 self.db.execute(f"SYSTEM STOP MERGES {self.table.sql}", context=self.context)
@@ -102,8 +109,9 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
-        if self.unpartitioned:
-            partitions = [{"partition_id": "all"}] if sum(counts.values()) else []
+        if self.modern:
+            # One statement for every partition (400 days of unsorted events: 0.27 s, not 0.46 s).
+            partitions = [{"partition_id": ""}] if sum(counts.values()) else []
         else:
             partitions = self.db.rows(
                 "SELECT DISTINCT partition_id FROM system.parts WHERE active "
@@ -114,6 +122,8 @@ class Stage:
             for i in range(0, len(partitions), ATTACH_PER_STATEMENT):
                 commands = ", ".join(
                     f"ATTACH PARTITION ID {quote_str(part['partition_id'])} FROM {self.table.sql}"
+                    if part["partition_id"]
+                    else f"ATTACH PARTITION ALL FROM {self.table.sql}"
                     for part in partitions[i : i + ATTACH_PER_STATEMENT]
                 )
                 self.db.execute(f"ALTER TABLE {self.target.sql} {commands}", context=self.context)
