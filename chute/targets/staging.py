@@ -110,7 +110,7 @@ class Stage:
         if before_commit:
             before_commit(self.table, counts)
         if self.modern:
-            # One statement for every partition (400 days of unsorted events: 0.27 s, not 0.46 s).
+            # One statement for every partition: no partition list to read first.
             partitions = [{"partition_id": ""}] if sum(counts.values()) else []
         else:
             partitions = self.db.rows(
