@@ -78,3 +78,27 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path: Path) -> None:
     assert query.returncode == 1 and "UNKNOWN_TABLE" in query.stderr and "Traceback" not in query.stderr
     debug = run("--debug", "query", "SELECT * FROM nowhere", "--target", db)
     assert "Traceback" in debug.stderr
+
+
+def test_command_sets_the_engine_allocator_unless_the_user_did(tmp_path: Path) -> None:
+    """The engine's jemalloc reads JE_MALLOC_CONF when it loads: the command sets it first."""
+    import os
+
+    from chute.cli import ALLOCATOR_CONF
+
+    probe = (
+        "import os, sys\n"
+        "from chute import cli\n"
+        "cli.main(['status', '--target', sys.argv[1]])\n"
+        "print(os.environ.get('JE_MALLOC_CONF'), 'chdb' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "db")], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == f"{ALLOCATOR_CONF} True"
+    env["JE_MALLOC_CONF"] = "narenas:2"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "db")], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "narenas:2 True"
