@@ -83,6 +83,17 @@ def peak_rss(command: list[str]) -> tuple[float, int, str]:
     return seconds, int(match.group(1)) * 1024, done.stderr
 
 
+def file_creation_seconds(work: Path, files: int = 2000) -> float:
+    """Seconds to create one small file in `work`: what writing many parts costs here.
+    The files stay until the work directory goes: deleting them would slow what follows."""
+    probe = work / "file-creation-probe"
+    probe.mkdir()
+    t0 = time.perf_counter()
+    for i in range(files):
+        (probe / str(i)).write_bytes(b"x")
+    return (time.perf_counter() - t0) / files
+
+
 def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
     csv = hits_csv(rows)
     db = str(work / "p4db")
@@ -91,39 +102,43 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
     prov_columns = ", ".join(f"{quote_ident(name)} {type_}" for name, type_ in PROVENANCE_COLUMNS)
     source = f"file({quote_str(str(csv))}, 'CSVWithNames')"
 
-    def fresh(name: str, partitioned: bool, provenance: bool) -> None:
-        engine.execute(f"DROP TABLE IF EXISTS {name} SYNC")
+    def create(name: str, partitioned: bool, provenance: bool) -> None:
         columns = data_columns + (", " + prov_columns if provenance else "")
         partition = f" PARTITION BY {PARTITION}" if partitioned else ""
         engine.execute(f"CREATE TABLE {name} ({columns}) ENGINE = MergeTree{partition} ORDER BY tuple()")
 
-    fresh("bare_day", True, False)
+    create("bare_day", True, False)
     try:
         engine.execute(f"INSERT INTO bare_day SELECT * FROM {source}")
         plain_error = "no error (the engine took it)"
     except ChuteError as exc:
         plain_error = str(exc)[:160]
     print(f"bare engine INSERT into the day-partitioned table: {plain_error}")
+    creation = file_creation_seconds(work)
+    print(f"file creation in the work directory: {creation * 1e6:.0f} us per file (a part here is ~11 files)")
 
-    def bare() -> None:
-        fresh("bare_flat", False, False)
-        engine.execute(f"INSERT INTO bare_flat SELECT * FROM {source}")
+    def bare(name: str) -> None:
+        engine.execute(f"INSERT INTO {name} SELECT * FROM {source}")
 
-    def chute_day() -> None:
-        fresh("chute_day", True, True)
-        engine.execute("DROP TABLE IF EXISTS _chute_ledger SYNC")
-        report = chute.load([str(csv)], "chute_day", target=db)
+    def chute_day(name: str) -> None:
+        report = chute.load([str(csv)], name, target=db)
         assert report.ok and report.rows_loaded == rows, report.files
 
+    # Each run gets a table of its own, created before the clock starts; nothing is dropped
+    # until the end: on ext4 without a journal, files created minutes after many were deleted
+    # cost far more (the inode allocator skips recently freed inodes), which would charge
+    # the previous run's clean-up to the one being timed.
     times: dict[str, list[float]] = {"bare engine, unpartitioned": [], "chute, partitioned by day": []}
     parts: dict[str, int] = {}
-    for _ in range(repeat):
-        for name, fn, table in (
-            ("bare engine, unpartitioned", bare, "bare_flat"),
-            ("chute, partitioned by day", chute_day, "chute_day"),
+    tables: dict[str, str] = {}
+    for run in range(repeat):
+        for name, fn, table, partitioned in (
+            ("bare engine, unpartitioned", bare, f"bare_flat_{run}", False),
+            ("chute, partitioned by day", chute_day, f"chute_day_{run}", True),
         ):
+            create(table, partitioned, provenance=partitioned)
             t0 = time.perf_counter()
-            fn()
+            fn(table)
             times[name].append(time.perf_counter() - t0)
             got = engine.rows(
                 f"SELECT count() AS n, uniqExact(partition) AS p FROM system.parts "
@@ -131,10 +146,9 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
             )[0]
             parts[name] = int(got["n"])
             parts[name + " partitions"] = int(got["p"])
+            tables[name] = table
     hashed = ", ".join(quote_ident(n) for n, _ in gen_hits.column_types())
-    same = [
-        engine.rows(f"SELECT count() AS n, sum(cityHash64({hashed})) AS h FROM {t}") for t in ("bare_flat", "chute_day")
-    ]
+    same = [engine.rows(f"SELECT count() AS n, sum(cityHash64({hashed})) AS h FROM {t}") for t in tables.values()]
     assert same[0] == same[1], same
     size = csv.stat().st_size
     print(f"\nP4: {rows:,} rows, {size / 2**20:.0f} MiB CSV, median of {repeat}")
@@ -165,6 +179,7 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
         "parts": active,
         "partitions": partitions,
         "plain": plain_error,
+        "file_creation_seconds": creation,
     }
 
 

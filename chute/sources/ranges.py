@@ -118,6 +118,85 @@ def _csv_cuts(fh: BinaryIO, wanted: list[int], size: int) -> list[int]:
     return cuts
 
 
+COUNT_WINDOW = 256 * 2**20
+"""Bytes of a file mapped at once while counting: the mapping counts in RSS while it lives."""
+
+
+def count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
+    """How often each byte of `wanted` occurs in bytes [start, end) of a file, at memory speed.
+
+    The file is mapped a window at a time and counted by numpy (10-15 GB/s from
+    the page cache, against 3-4 GB/s for `bytes.count` after a read); two
+    threads take a half each (numpy lets go of the GIL).
+    """
+    import threading
+
+    if end - start >= 2 * COUNT_WINDOW:
+        middle = (start + end) // 2
+        found: list[list[int]] = []
+        worker = threading.Thread(target=lambda: found.append(_count_bytes(path, wanted, start, middle)))
+        worker.start()
+        later = _count_bytes(path, wanted, middle, end)
+        worker.join()
+        return [a + b for a, b in zip(found[0], later, strict=True)]
+    return _count_bytes(path, wanted, start, end)
+
+
+def _count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
+    import mmap
+
+    import numpy as np
+
+    totals = [0] * len(wanted)
+    with open(path, "rb") as fh:
+        pos = start - start % mmap.ALLOCATIONGRANULARITY
+        while pos < end:
+            length = min(COUNT_WINDOW, end - pos)
+            with mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ, offset=pos) as window:
+                view = np.frombuffer(window, dtype=np.uint8)[max(0, start - pos) :]
+                for i, byte in enumerate(wanted):
+                    totals[i] += int(np.count_nonzero(view == byte))
+                del view
+            pos += length
+    return totals
+
+
+def halve(path: str, fmt: str, size: int) -> tuple[int, int] | None:
+    """A cut near the middle of a file at a row boundary, and the newlines before it.
+
+    CSV: the quote count before the middle gives the quote state there (as in
+    `split_points`); the cut is the first newline outside quotes after it.
+    The newline count is the first half's row count when no value holds a
+    newline; the caller checks that in the rows loaded. None: no cut found.
+    """
+    middle = size // 2
+    with open(path, "rb") as fh:
+        if fmt == "CSV":
+            quotes, newlines = count_bytes(path, b'"\n', 0, middle)
+            fh.seek(middle)
+            block = fh.read(SCAN_CHUNK)
+            parity, search, cut = quotes % 2, 0, None
+            while True:
+                nl = block.find(b"\n", search)
+                if nl < 0:
+                    break
+                parity = (parity + block.count(b'"', search, nl)) % 2
+                if parity == 0:
+                    cut = middle + nl + 1
+                    break
+                search = nl + 1
+        else:
+            cut = _next_newline(fh, middle, size)
+            newlines = count_bytes(path, b"\n", 0, middle)[0]
+    if cut is None or cut >= size:
+        return None
+    # The cut follows the middle by a few rows: their newlines are counted from a read.
+    with open(path, "rb") as fh:
+        fh.seek(middle)
+        newlines += fh.read(cut - middle).count(b"\n")
+    return cut, newlines
+
+
 @dataclass(frozen=True)
 class _Range:
     path: str

@@ -44,6 +44,11 @@ class Target(Protocol):
         ...
 
     @property
+    def parallel_inserts(self) -> bool:
+        """Whether `write_batch(concurrent=True)` runs its SELECTs as INSERTs of their own at once."""
+        ...
+
+    @property
     def bytes_sent(self) -> int:
         """Bytes put on the wire so far (0 for the embedded target)."""
         ...
@@ -79,9 +84,17 @@ class Target(Protocol):
         count_by_source: bool,
         context: str,
         before_commit: CommitCheck | None = None,
+        concurrent: bool = False,
+        swap_if_empty: bool = False,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
-        `_source` (or under the key "" when `count_by_source` is false)."""
+        `_source` (or under the key "" when `count_by_source` is false).
+
+        `concurrent`: each SELECT is an INSERT of its own, all at once (each
+        squashes its rows into blocks on its own), where `parallel_inserts`.
+        `swap_if_empty`: nothing else writes the table during the commit, so a
+        table with no parts may take the stage table's place instead of its
+        parts (a target that cannot swap moves the parts)."""
         ...
 
     def write_select(

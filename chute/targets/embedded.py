@@ -8,6 +8,7 @@ failed insert never leaves part of a batch in the target table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from chute.capabilities import EMBEDDED, Capabilities
@@ -36,6 +37,10 @@ class EmbeddedTarget:
     @property
     def capabilities(self) -> Capabilities:
         return EMBEDDED
+
+    @property
+    def parallel_inserts(self) -> bool:
+        return True
 
     @property
     def parallel_streams(self) -> int:
@@ -81,17 +86,36 @@ class EmbeddedTarget:
         count_by_source: bool,
         context: str,
         before_commit: CommitCheck | None = None,
+        concurrent: bool = False,
+        swap_if_empty: bool = False,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
-        select = " UNION ALL ".join(selects)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
         part_settings = {k: int(v) for k, v in settings.items() if k in PART_WRITER_SETTINGS}
         with Stage(
-            self, table, context, drop_sync=False, hold_merges=True, modern=True, part_settings=part_settings
+            self,
+            table,
+            context,
+            drop_sync=False,
+            hold_merges=True,
+            modern=True,
+            part_settings=part_settings,
+            swap_if_empty=swap_if_empty,
         ) as stage:
-            target_table = stage.table if stage.table else table
-            result = self.execute(f"INSERT INTO {target_table.sql} ({column_list}) {select}", query_settings, context)
-            return stage.commit(count_by_source, result.rows_written, before_commit)
+            insert = f"INSERT INTO {(stage.table or table).sql} ({column_list})"
+            if concurrent and len(selects) > 1:
+                results = self._at_once([f"{insert} {s}" for s in selects], query_settings, context)
+            else:
+                results = [self.execute(f"{insert} {' UNION ALL '.join(selects)}", query_settings, context)]
+            return stage.commit(count_by_source, sum(r.rows_written for r in results), before_commit)
+
+    def _at_once(self, statements: list[str], settings: Settings, context: str) -> list[StatementResult]:
+        """Run statements at once, a thread (and engine connection) each; the first error is raised
+        after all have ended, so none still writes into a stage that is being dropped."""
+        with ThreadPoolExecutor(len(statements)) as pool:
+            futures = [pool.submit(self.execute, sql, settings, context) for sql in statements]
+            wait(futures)
+        return [f.result() for f in futures]
 
     def write_select(
         self,

@@ -90,6 +90,10 @@ class ServerTarget:
         return self._caps
 
     @property
+    def parallel_inserts(self) -> bool:
+        return False
+
+    @property
     def parallel_streams(self) -> int:
         return self.connections
 
@@ -148,8 +152,14 @@ class ServerTarget:
         count_by_source: bool,
         context: str,
         before_commit: CommitCheck | None = None,
+        concurrent: bool = False,
+        swap_if_empty: bool = False,
     ) -> dict[str, int]:
-        """Stream the batch into a stage table; retry transient failures whole."""
+        """Stream the batch into a stage table; retry transient failures whole.
+
+        The SELECTs go over as many connections at once as there are (so
+        `concurrent` changes nothing); parts always move by ATTACH: a server
+        has other writers, so an empty table is never swapped."""
         return _with_retries(
             lambda: self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
         )

@@ -8,6 +8,7 @@ that are not MergeTree get plain inserts (no stage).
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -18,6 +19,8 @@ from chute.errors import ChuteError, CommitUncertain, TransientTargetError
 from chute.sql import TableName, quote_ident, quote_str
 
 STAGE_PREFIX = "_chute_stage_"
+_NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
+_CREATE_NAME = re.compile(rf"^CREATE TABLE {_NAME_PART}(?:\.{_NAME_PART})?\s*")
 ATTACH_PER_STATEMENT = 100  # 18.16 and the embedded engine both take several commands in one ALTER
 
 CommitCheck = Callable[[TableName | None, dict[str, int]], None]
@@ -52,6 +55,7 @@ class Stage:
         hold_merges: bool = False,
         modern: bool = False,
         part_settings: Mapping[str, int] | None = None,
+        swap_if_empty: bool = False,
     ) -> None:
         self.db = db
         self.hold_merges = hold_merges
@@ -62,6 +66,10 @@ class Stage:
         self.table: TableName | None = None
         self.modern = modern
         """A modern engine: ATTACH PARTITION ALL moves every partition in one statement."""
+        self.swap_if_empty = swap_if_empty
+        """Nothing else writes the target: if it has no parts, the stage takes its place (EXCHANGE)."""
+        self.target_ddl: str | None = None
+        """The target's definition (name left out) when the stage's is the same: a swap keeps it."""
 
     def __enter__(self) -> Stage:
         engine = self.db.rows(
@@ -72,6 +80,9 @@ class Stage:
             name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
             self.table = TableName(self.target.database, name)
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
+            if self.swap_if_empty:
+                target_ddl, stage_ddl = self._definition(self.target), self._definition(self.table)
+                self.target_ddl = target_ddl if target_ddl is not None and target_ddl == stage_ddl else None
             if self.part_settings:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
                 assignments = ", ".join(f"{quote_ident(k)} = {int(v)}" for k, v in self.part_settings.items())
@@ -109,6 +120,8 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
+        if self._swapped():
+            return counts
         if self.modern:
             # One statement for every partition: no partition list to read first.
             partitions = [{"partition_id": ""}] if sum(counts.values()) else []
@@ -131,6 +144,53 @@ class Stage:
             # Some partitions may be in already: a blind retry could add them twice.
             raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
         return counts
+
+    def _definition(self, table: TableName) -> str | None:
+        """`CREATE TABLE` of a table without its name: equal for a table and a true copy."""
+        found = self.db.rows(
+            f"SELECT create_table_query AS q FROM system.tables WHERE database = {_database(table)} "
+            f"AND name = {quote_str(table.table)}"
+        )
+        return _CREATE_NAME.sub("", found[0]["q"], count=1) if found else None
+
+    def _swapped(self) -> bool:
+        """Put the stage in the place of a target with no parts (EXCHANGE TABLES: no part moves).
+
+        Moving the parts of a stage costs a directory and a hard link per file:
+        0.5 s for the 800 parts of 2 M rows over 400 days. A first load into an
+        empty table needs none of it. Only where the stage is a true copy of the
+        target (same definition once the part-writer settings are put back), no
+        view reads from the target, and the caller said nothing else writes it.
+        """
+        if self.table is None or self.target_ddl is None:
+            return False
+        target_where = f"database = {_database(self.target)} AND table = {quote_str(self.target.table)}"
+        parts = self.db.rows(f"SELECT count() AS n FROM system.parts WHERE {target_where} AND active")
+        dependents = self.db.rows(
+            f"SELECT length(dependencies_table) AS n FROM system.tables WHERE database = {_database(self.target)} "
+            f"AND name = {quote_str(self.target.table)}"
+        )
+        if int(parts[0]["n"]) or not dependents or int(dependents[0]["n"]):
+            return False
+        if self.part_settings:
+            # The target's own values (or the defaults) back on the stage: they are part of its definition.
+            explicit = dict(re.findall(r"\b(\w+) = (\d+)", self.target_ddl.rsplit(" SETTINGS ", 1)[-1]))
+            reset = [k for k in self.part_settings if k not in explicit]
+            keep = [f"{quote_ident(k)} = {int(explicit[k])}" for k in self.part_settings if k in explicit]
+            if keep:
+                self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {', '.join(keep)}", context=self.context)
+            if reset:
+                names = ", ".join(quote_ident(k) for k in reset)
+                self.db.execute(f"ALTER TABLE {self.table.sql} RESET SETTING {names}", context=self.context)
+        if self._definition(self.table) != self.target_ddl:
+            return False
+        if self.hold_merges:
+            self.db.execute(f"SYSTEM START MERGES {self.table.sql}", context=self.context)
+        try:
+            self.db.execute(f"EXCHANGE TABLES {self.table.sql} AND {self.target.sql}", context=self.context)
+        except ChuteError:
+            return False  # an engine or database that cannot exchange: the parts move instead
+        return True
 
     @staticmethod
     def drop_stale(db: _Sql, target: TableName) -> None:

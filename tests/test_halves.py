@@ -1,0 +1,224 @@
+"""One big file into a partitioned table as two halves at once, and the empty table swapped.
+
+The halves path starts at 64 MiB; the tests lower that bar to their small files.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import chute
+import chute.api
+from chute.engine import open_engine
+from chute.sources.ranges import halve
+
+from .conftest import write_with_engine
+from .test_partitions import CHECK, UNSORTED, _parts
+
+ROWS = 60_000
+DAY = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2)
+
+
+@pytest.fixture()
+def halves_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Lower the size bar; record each file loaded as halves."""
+    monkeypatch.setattr(chute.api, "HALVES_MIN_BYTES", 1)
+    seen: list[str] = []
+    original = chute.api._Loader._write_halves
+
+    def spy(self, unit, cut, newlines, by_source):  # type: ignore[no-untyped-def]
+        seen.append(unit.key)
+        return original(self, unit, cut, newlines, by_source)
+
+    monkeypatch.setattr(chute.api._Loader, "_write_halves", spy)
+    return seen
+
+
+def _uuid(engine, table: str) -> str:  # type: ignore[no-untyped-def]
+    """Where the table keeps its data: a swap gives the name the stage's table and directory."""
+    return str(engine.rows(f"SELECT toString(data_paths) AS u FROM system.tables WHERE name = '{table}'")[0]["u"])
+
+
+@pytest.mark.parametrize(
+    "ext,fmt", [("csv", "CSVWithNames"), ("csv", "CSV"), ("tsv", "TSVWithNames"), ("json", "JSONEachRow")]
+)
+def test_halves_load_the_rows_of_the_sorting_way(
+    tmp_path: Path, target: str, halves_on: list[str], monkeypatch: pytest.MonkeyPatch, ext: str, fmt: str
+) -> None:
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / f"events.{ext}", fmt, UNSORTED.format(rows=ROWS))
+    columns = (
+        "(id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, _source_mtime DateTime64(3, 'UTC'), "
+        "_source_row UInt64, _load_id String)"
+    )
+    if fmt == "CSV":  # no header: the table names the columns
+        for table in ("halves", "sorted"):
+            engine.execute(f"CREATE TABLE {table} {columns} ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY id")
+    report = chute.load([str(path)], "halves", target=target, options=DAY)
+    assert report.ok and report.rows_loaded == ROWS
+    assert halves_on == [str(path)]
+    # Two parts per day at most: each half wrote one part per day, all right away.
+    parts, partitions = _parts(engine, "halves")
+    assert partitions >= 365 and partitions < parts <= 2 * partitions
+
+    monkeypatch.setattr(chute.api, "HALVES_MIN_BYTES", 2**62)
+    assert chute.load([str(path)], "sorted", target=target, options=DAY).ok
+    assert len(halves_on) == 1
+    assert engine.rows(CHECK.format(table="halves")) == engine.rows(CHECK.format(table="sorted"))
+    # The second half's numbers follow the first half's rows: the generator's id is the row number.
+    assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM halves")[0]["bad"] in (0, "0")
+
+    # Loaded once: a second run skips the file.
+    again = chute.load([str(path)], "halves", target=target, options=DAY)
+    assert again.ok and again.rows_loaded == 0
+    assert int(engine.rows("SELECT count() AS n FROM halves")[0]["n"]) == ROWS
+
+
+def _quoted_newlines_csv(path: Path, rows: int, newline_rows: set[int]) -> Path:
+    """CSV with a header; rows in `newline_rows` hold a newline inside a quoted value."""
+    lines = ["id,ts,who,n"]
+    for i in range(1, rows + 1):
+        who = f'"line one\nline two {i}"' if i in newline_rows else f'"user {i}, ""quoted"""'
+        month = 1 + (i * 7919) % 12
+        lines.append(f"{i},2025-{month:02d}-01 00:00:00,{who},{i % 97}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("where", ["first half", "second half", "at the middle"])
+def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on: list[str], where: str) -> None:
+    """A newline inside a value: the cut stays outside quotes, and a first half with
+    one numbers its rows by what was read, or loads the sorting way."""
+    rows = 20_000
+    marks = {"first half": {10, 5000}, "second half": {15_000, 19_999}, "at the middle": set(range(9_990, 10_010))}
+    path = _quoted_newlines_csv(tmp_path / "q.csv", rows, marks[where])
+    size = os.path.getsize(path)
+    cut, _ = halve(str(path), "CSV", size) or (0, 0)
+    data = path.read_bytes()
+    assert data[cut - 1 : cut] == b"\n" and data[:cut].count(b'"') % 2 == 0
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY tuple()"
+    )
+    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
+    assert report.ok and report.rows_loaded == rows
+    assert halves_on == [str(path)]
+    got = engine.rows(
+        "SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id) AS bad, "
+        "countIf(position(who, '\n') > 0) AS multi FROM t"
+    )[0]
+    assert (int(got["c"]), int(got["u"]), int(got["bad"]), int(got["multi"])) == (rows, rows, 0, len(marks[where]))
+
+
+def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on: list[str]) -> None:
+    """An empty table takes the stage's place; its settings (the part-writer ones the
+    stage changed, too) and comment stay as they were. A table with rows gets ATTACH."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY (who, id) "
+        "SETTINGS index_granularity = 4096, min_compress_block_size = 4096 COMMENT 'events'"
+    )
+
+    def ddl() -> str:
+        query = str(engine.rows("SELECT create_table_query AS q FROM system.tables WHERE name = 't'")[0]["q"])
+        return query.split(" ", 3)[3]
+
+    before, uuid = ddl(), _uuid(engine, "t")
+    # A small budget: the stage writes smaller compressed blocks (a table setting) than the table.
+    small = chute.LoadOptions(workers=2, memory_limit=400 * 2**20)
+    report = chute.load([str(path)], "t", target=target, options=small)
+    assert report.ok and report.rows_loaded == ROWS and halves_on == [str(path)]
+    assert _uuid(engine, "t") != uuid  # swapped, not attached
+    assert ddl() == before
+    assert not engine.rows("SELECT name FROM system.tables WHERE name LIKE '\\_chute\\_stage%'")
+
+    # Rows there already: the parts move in by ATTACH; the table stays itself.
+    second = write_with_engine(
+        engine, tmp_path / "f.csv", "CSVWithNames", UNSORTED.format(rows=ROWS).replace("number + 1", "number + 1000001")
+    )
+    uuid = _uuid(engine, "t")
+    report = chute.load([str(second)], "t", target=target, options=small)
+    assert report.ok and report.rows_loaded == ROWS and len(halves_on) == 2
+    assert _uuid(engine, "t") == uuid and ddl() == before
+    got = engine.rows("SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id % 1000000) AS bad FROM t")[0]
+    assert (int(got["c"]), int(got["u"]), int(got["bad"])) == (2 * ROWS, 2 * ROWS, 0)
+
+
+def test_no_swap_under_a_view(tmp_path: Path, target: str, halves_on: list[str]) -> None:
+    """A materialized view reads from the table: it stays the same table (ATTACH)."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "e.json", "JSONEachRow", UNSORTED.format(rows=ROWS))
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY tuple()"
+    )
+    engine.execute("CREATE MATERIALIZED VIEW per_who ENGINE = SummingMergeTree ORDER BY who AS SELECT who, n FROM t")
+    uuid = _uuid(engine, "t")
+    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
+    assert report.ok and report.rows_loaded == ROWS and halves_on == [str(path)]
+    assert _uuid(engine, "t") == uuid
+    assert int(engine.rows("SELECT count() AS n FROM t")[0]["n"]) == ROWS
+
+
+def test_big_files_beyond_the_budget_load_the_sorting_way(tmp_path: Path, target: str, halves_on: list[str]) -> None:
+    """Two halves hold their rows in memory: a file too big for the budget is sorted (and spills)."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
+    budget = int(os.path.getsize(path) * chute.api.HALVES_MEMORY_PER_BYTE) - 1
+    options = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2, memory_limit=budget)
+    report = chute.load([str(path)], "t", target=target, options=options)
+    assert report.ok and report.rows_loaded == ROWS and halves_on == []
+
+
+def test_sigkill_during_halves_then_rerun(tmp_path: Path) -> None:
+    """Killed at any point (inserting, checking, swapping), a re-run gives the clean run's table."""
+    engine = open_engine(str(tmp_path / "gen"))
+    path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=400_000))
+    engine.close()
+    check = "SELECT count() AS c, sum(cityHash64(id, ts, who, n, _source, _source_row)) AS h FROM t"
+
+    def command(db: Path) -> list[str]:
+        code = (
+            "import sys, chute.api; chute.api.HALVES_MIN_BYTES = 1; from chute.cli import main; "
+            "sys.exit(main(sys.argv[1:]))"
+        )
+        load = ["load", str(path), "--table", "t", "--target", str(db), "--partition-by", "toYYYYMMDD(ts)"]
+        return [sys.executable, "-c", code, *load, "--workers", "2", "--quiet"]
+
+    def checksum(db: Path) -> str:
+        code = f"import sys; from chute.engine import open_engine; print(open_engine(sys.argv[1]).rows({check!r}))"
+        return subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True).stdout
+
+    clean = tmp_path / "clean"
+    t0 = time.monotonic()
+    subprocess.run(command(clean), check=True)
+    seconds = time.monotonic() - t0
+    expected = checksum(clean)
+    assert "400000" in expected
+    engine = open_engine(str(clean))
+    parts, partitions = _parts(engine, "t")
+    engine.close()
+    assert partitions < parts <= 2 * partitions  # loaded as halves
+    rng = random.Random(7)
+    for trial in range(3):
+        db = tmp_path / f"trial{trial}"
+        proc = subprocess.Popen(command(db))
+        time.sleep(rng.uniform(0.4, 1.0) * seconds)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        subprocess.run(command(db), check=True)
+        assert checksum(db) == expected, trial
