@@ -50,7 +50,7 @@ from chute.schema import (
 )
 from chute.sources import Source, SourceOptions, Unit, open_source
 from chute.sources.files import ROW_NUMBER_FORMATS
-from chute.sources.ranges import SPLIT_FORMATS, halve
+from chute.sources.ranges import SPLIT_FORMATS, count_bytes, halve
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
@@ -1314,8 +1314,8 @@ class _Loader:
         """Two INSERTs at once, a half of the file each, each squashed into one block.
 
         The second half numbers its rows after the first half's newlines (less the
-        header): right unless a value holds a newline, which the row check before
-        the commit finds (RowNumbersOff: the file loads the sorting way).
+        header): right unless a value holds a newline, which the check before the
+        commit finds (RowNumbersOff: the file loads the sorting way).
         """
         header = 1 if unit.key in self.named else 0
         first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)
@@ -1339,17 +1339,38 @@ class _Loader:
             min_insert_block_size_bytes=2**62,
             max_partitions_per_insert_block=0,
         )
-        return self.target.write_batch(
-            self.table,
-            self._insert_columns(),
-            selects,
-            settings,
-            count_by_source=by_source,
-            context=unit.key,
-            before_commit=self._unchanged_check([unit], fix_rows=self._fill_provenance),
-            concurrent=True,
-            swap_if_empty=self.single_batch,
-        )
+        # Newlines of the second half, counted while the engine reads (see `check`).
+        with ThreadPoolExecutor(1) as pool:
+            later = pool.submit(count_bytes, unit.key, b"\n", cut, unit.size)
+            unchanged = self._unchanged_check([unit])
+
+            def check(stage: TableName | None, counts: dict[str, int]) -> None:
+                unchanged(stage, counts)
+                if not self._fill_provenance or stage is None:
+                    return
+                # CSV/TSV rows end at newlines, each row at one at least: as many rows as
+                # newlines (less the header; plus an unterminated last row) means no value
+                # held one, so the first half had `newlines - header` rows, and every
+                # number is right. Else the numbers are checked one by one (and mended).
+                with open(unit.key, "rb") as fh:
+                    fh.seek(unit.size - 1)
+                    unterminated = fh.read(1) != b"\n"
+                lines = newlines + later.result()[0] - header + unterminated
+                if unit.fmt.format == "JSONEachRow" or sum(counts.values()) != lines:
+                    self._fix_row_numbers(stage, unit)
+
+            counts = self.target.write_batch(
+                self.table,
+                self._insert_columns(),
+                selects,
+                settings,
+                count_by_source=False,  # one file: its rows are the stage's rows
+                context=unit.key,
+                before_commit=check,
+                concurrent=True,
+                swap_if_empty=self.single_batch,
+            )
+        return {unit.source_name: sum(counts.values())} if by_source else counts
 
     def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:
         """A batch that did not load: transient errors go up, else isolate and retry."""
