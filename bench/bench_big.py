@@ -120,9 +120,12 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
     def bare(name: str) -> None:
         engine.execute(f"INSERT INTO {name} SELECT * FROM {source}")
 
+    peak: list[int] = []
+
     def chute_day(name: str) -> None:
         report = chute.load([str(csv)], name, target=db)
         assert report.ok and report.rows_loaded == rows, report.files
+        peak.append(report.peak_rss_bytes)
 
     # Each run gets a table of its own, created before the clock starts; nothing is dropped
     # until the end: on ext4 without a journal, files created minutes after many were deleted
@@ -171,6 +174,7 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
     active = parts["chute, partitioned by day"]
     print(f"P4: chute into the day-partitioned table / bare engine unpartitioned = {ratio:.3f} (target <= 1.3)")
     print(f"    active parts right after the load: {active} for {partitions} partitions (target <= {2 * partitions})")
+    print(f"    peak RSS of this process after chute's loads: {max(peak) / 2**30:.2f} GiB (default --memory-limit)")
     engine.close()
     return {
         "rows": rows,
@@ -180,6 +184,7 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
         "partitions": partitions,
         "plain": plain_error,
         "file_creation_seconds": creation,
+        "peak_rss": max(peak),
     }
 
 
