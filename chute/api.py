@@ -436,7 +436,7 @@ class _Loader:
         self.serial_parse: set[str] = set()
         """Files whose row numbers came out wrong under parallel parsing: read by one thread."""
         self.unhalved: set[str] = set()
-        """Files whose rows came out other than their newlines in halves: read the sorting way."""
+        """Files whose row numbers came out wrong as halves (see `_write_halves`): read the sorting way."""
         self.single_batch = False
         """The load is one batch: nothing else writes the table while it commits."""
         self.tolerant_tried: set[str] = set()
@@ -1334,6 +1334,7 @@ class _Loader:
             input_format_parallel_parsing=0,
             # The second half starts with a row, not a header; the first reads as the whole file would.
             input_format_csv_detect_header=0,
+            input_format_tsv_detect_header=0,
             # One block per INSERT: the table splits it into a part per partition, no sort.
             min_insert_block_size_rows=0,
             min_insert_block_size_bytes=2**62,
