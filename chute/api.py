@@ -1278,6 +1278,7 @@ class _Loader:
             count_by_source=by_source,
             context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
             before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch)),
+            swap_if_empty=self.single_batch,
         )
 
     def _halves(self, batch: list[Unit]) -> tuple[int, int] | None:
@@ -1388,6 +1389,7 @@ class _Loader:
             return
         if len(batch) > 1:
             # Find the culprit(s): each file alone, `workers` at a time; the good ones load.
+            self.single_batch = False  # several batches now: none may swap the table
             with ThreadPoolExecutor(min(self.workers, len(batch))) as pool:
                 for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
                     future.result()

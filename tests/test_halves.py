@@ -232,3 +232,41 @@ def test_sigkill_during_halves_then_rerun(tmp_path: Path) -> None:
         proc.wait()
         subprocess.run(command(db), check=True)
         assert checksum(db) == expected, trial
+
+
+def test_files_loaded_one_by_one_after_a_failed_batch_never_swap(
+    tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed batch loads again without the file the engine named, which loads alone
+    later: at most the first commit swaps the empty table, and every good row lands once."""
+    from chute.targets.staging import Stage
+
+    swaps: list[bool] = []
+    original = Stage._swapped
+
+    def spy(self):  # type: ignore[no-untyped-def]
+        swapped = original(self)
+        swaps.append(swapped)
+        return swapped
+
+    monkeypatch.setattr(Stage, "_swapped", spy)
+    engine = open_engine(target)
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(4):
+        write_with_engine(
+            engine,
+            data / f"good{i}.csv",
+            "CSVWithNames",
+            UNSORTED.format(rows=1000).replace("number + 1", f"number + {i}001"),
+        )
+    (data / "bad.csv").write_text("id,ts,who,n\n1,2025-01-01 00:00:00,x,1\nnot a number,2025-01-01 00:00:00,y,2\n")
+    engine.execute(
+        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY tuple()"
+    )
+    report = chute.load([str(data)], "t", target=target)
+    assert report.rows_loaded == 4001 and report.rows_rejected == 1
+    assert int(engine.rows("SELECT count() AS n FROM t")[0]["n"]) == 4001
+    assert swaps and not any(swaps[1:])  # the whole batch may swap; the files alone never

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -21,6 +22,7 @@ from chute.sql import TableName, quote_ident, quote_str
 STAGE_PREFIX = "_chute_stage_"
 _NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
 _CREATE_NAME = re.compile(rf"^CREATE TABLE {_NAME_PART}(?:\.{_NAME_PART})?\s*")
+_COMMIT_LOCK = threading.Lock()
 ATTACH_PER_STATEMENT = 100  # 18.16 and the embedded engine both take several commands in one ALTER
 
 CommitCheck = Callable[[TableName | None, dict[str, int]], None]
@@ -120,6 +122,13 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
+        # One commit at a time in this process: a swap must not race another batch's ATTACH
+        # (rows attached to the table just before it is swapped out would be dropped with it).
+        with _COMMIT_LOCK if self.modern else contextlib.nullcontext():
+            return self._move_in(counts)
+
+    def _move_in(self, counts: dict[str, int]) -> dict[str, int]:
+        assert self.table is not None
         if self._swapped():
             return counts
         if self.modern:
