@@ -21,7 +21,7 @@ from chute.engine import open_engine
 from chute.sources.ranges import halve
 
 from .conftest import write_with_engine
-from .test_partitions import CHECK, UNSORTED, _parts
+from .test_partitions import CHECK, UNSORTED, _parts, unsorted_files
 
 ROWS = 60_000
 DAY = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2)
@@ -49,6 +49,17 @@ def halves_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+EVENT_COLUMNS = (
+    "(id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, _source_mtime DateTime64(3, 'UTC'), "
+    "_source_row UInt64, _load_id String)"
+)
+
+
+def _events_table(engine, table: str, partition: str, rest: str = "ORDER BY tuple()") -> None:  # type: ignore[no-untyped-def]
+    """A table of the test events with provenance columns, made before chute loads into it."""
+    engine.execute(f"CREATE TABLE {table} {EVENT_COLUMNS} ENGINE = MergeTree PARTITION BY {partition} {rest}")
+
+
 def _uuid(engine, table: str) -> str:  # type: ignore[no-untyped-def]
     """Where the table keeps its data: a swap gives the name the stage's table and directory."""
     return str(engine.rows(f"SELECT toString(data_paths) AS u FROM system.tables WHERE name = '{table}'")[0]["u"])
@@ -62,13 +73,9 @@ def test_halves_load_the_rows_of_the_sorting_way(
 ) -> None:
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / f"events.{ext}", fmt, UNSORTED.format(rows=ROWS))
-    columns = (
-        "(id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, _source_mtime DateTime64(3, 'UTC'), "
-        "_source_row UInt64, _load_id String)"
-    )
     if fmt == "CSV":  # no header: the table names the columns
         for table in ("halves", "sorted"):
-            engine.execute(f"CREATE TABLE {table} {columns} ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY id")
+            _events_table(engine, table, "toYYYYMMDD(ts)", "ORDER BY id")
     report = chute.load([str(path)], "halves", target=target, options=DAY)
     assert report.ok and report.rows_loaded == ROWS
     # CSV and TSV rows as many as their newlines: no row-by-row check; JSON lines get one.
@@ -114,11 +121,7 @@ def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on
     data = path.read_bytes()
     assert data[cut - 1 : cut] == b"\n" and data[:cut].count(b'"') % 2 == 0
     engine = open_engine(target)
-    engine.execute(
-        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
-        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
-        "ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY tuple()"
-    )
+    _events_table(engine, "t", "toYYYYMM(ts)")
     report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
     assert report.ok and report.rows_loaded == rows
     # More newlines than rows: the numbers are checked one by one.
@@ -135,11 +138,11 @@ def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on:
     stage changed, too) and comment stay as they were. A table with rows gets ATTACH."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
-    engine.execute(
-        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source LowCardinality(String), "
-        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
-        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY (who, id) "
-        "SETTINGS index_granularity = 4096, min_compress_block_size = 4096 COMMENT 'events'"
+    _events_table(
+        engine,
+        "t",
+        "toYYYYMMDD(ts)",
+        "ORDER BY (who, id) SETTINGS index_granularity = 4096, min_compress_block_size = 4096 COMMENT 'events'",
     )
 
     def ddl() -> str:
@@ -171,11 +174,7 @@ def test_no_swap_under_a_view(tmp_path: Path, target: str, halves_on: list[str])
     """A materialized view reads from the table: it stays the same table (ATTACH)."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / "e.json", "JSONEachRow", UNSORTED.format(rows=ROWS))
-    engine.execute(
-        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
-        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
-        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY tuple()"
-    )
+    _events_table(engine, "t", "toYYYYMMDD(ts)")
     engine.execute("CREATE MATERIALIZED VIEW per_who ENGINE = SummingMergeTree ORDER BY who AS SELECT who, n FROM t")
     uuid = _uuid(engine, "t")
     report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
@@ -252,20 +251,9 @@ def test_files_loaded_one_by_one_after_a_failed_batch_never_swap(
     monkeypatch.setattr(Stage, "_swapped", spy)
     engine = open_engine(target)
     data = tmp_path / "data"
-    data.mkdir()
-    for i in range(4):
-        write_with_engine(
-            engine,
-            data / f"good{i}.csv",
-            "CSVWithNames",
-            UNSORTED.format(rows=1000).replace("number + 1", f"number + {i}001"),
-        )
+    unsorted_files(engine, data, 4, 1000, "CSVWithNames", "good{i}.csv")
     (data / "bad.csv").write_text("id,ts,who,n\n1,2025-01-01 00:00:00,x,1\nnot a number,2025-01-01 00:00:00,y,2\n")
-    engine.execute(
-        "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source String, "
-        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id String) "
-        "ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY tuple()"
-    )
+    _events_table(engine, "t", "toYYYYMM(ts)")
     report = chute.load([str(data)], "t", target=target)
     assert report.rows_loaded == 4001 and report.rows_rejected == 1
     assert int(engine.rows("SELECT count() AS n FROM t")[0]["n"]) == 4001

@@ -20,6 +20,16 @@ UNSORTED = (
 CHECK = "SELECT count() AS rows, sum(cityHash64(id, ts, who, n, _source, _source_row)) AS h FROM {table}"
 
 
+def unsorted_files(  # type: ignore[no-untyped-def]
+    engine, data: Path, count: int, rows: int, fmt: str, name: str, compression: str | None = None
+) -> None:
+    """`count` files of `rows` unsorted events each, ids going on from file to file."""
+    data.mkdir()
+    for i in range(count):
+        select = UNSORTED.format(rows=rows).replace(f"numbers({rows})", f"numbers({i * rows}, {rows})")
+        write_with_engine(engine, data / name.format(i=i), fmt, select, compression)
+
+
 def _parts(engine, table: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     got = engine.rows(
         "SELECT count() AS parts, uniqExact(partition) AS partitions FROM system.parts "
@@ -56,15 +66,7 @@ def test_unsorted_rows_into_a_day_partitioned_table(tmp_path: Path, target: str,
 def test_partition_aware_load_into_an_existing_table_keeps_every_row(tmp_path: Path, target: str) -> None:
     engine = open_engine(target)
     data = tmp_path / "data"
-    data.mkdir()
-    for i in range(3):
-        write_with_engine(
-            engine,
-            data / f"part{i}.json.gz",
-            "JSONEachRow",
-            UNSORTED.format(rows=20_000).replace("numbers(20000)", f"numbers({i * 20_000}, 20000)"),
-            "gzip",
-        )
+    unsorted_files(engine, data, 3, 20_000, "JSONEachRow", "part{i}.json.gz", "gzip")
     engine.execute(
         "CREATE TABLE t (id UInt64, ts DateTime('UTC'), who LowCardinality(String), n UInt8, "
         "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "

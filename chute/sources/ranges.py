@@ -74,6 +74,21 @@ def _next_newline(fh: BinaryIO, offset: int, size: int) -> int | None:
     return None
 
 
+def _row_end(block: bytes, start: int, parity: int) -> int | None:
+    """Offset just after the first newline outside quotes at or after `start` in `block`,
+    given the quote state (`parity`) at `start`; None when the block has none."""
+    search = start
+    while True:
+        nl = block.find(b"\n", search)
+        if nl < 0:
+            return None
+        # Walk the newlines; the quote state flips with each quote.
+        parity = (parity + block.count(b'"', search, nl)) % 2
+        if parity == 0:
+            return nl + 1
+        search = nl + 1
+
+
 def _csv_cuts(fh: BinaryIO, wanted: list[int], size: int) -> list[int]:
     """Cuts for CSV: the first newline outside quotes after each wanted offset."""
     cuts: list[int] = []
@@ -92,19 +107,8 @@ def _csv_cuts(fh: BinaryIO, wanted: list[int], size: int) -> list[int]:
                 goal = next(targets, None)
                 continue
             local = goal - pos
-            parity = (quotes + block.count(b'"', 0, local)) % 2
-            # Walk the newlines after the goal; the quote state flips with each quote.
-            cut = None
-            search = local
-            while True:
-                nl = block.find(b"\n", search)
-                if nl < 0:
-                    break
-                parity = (parity + block.count(b'"', search, nl)) % 2
-                if parity == 0:
-                    cut = pos + nl + 1
-                    break
-                search = nl + 1
+            found = _row_end(block, local, (quotes + block.count(b'"', 0, local)) % 2)
+            cut = None if found is None else pos + found
             if cut is None:
                 # No row ends in the rest of this block: look on from the next block's start.
                 goal = end
@@ -179,17 +183,8 @@ def halve(path: str, fmt: str, size: int) -> tuple[int, int] | None:
         if fmt == "CSV":
             quotes, newlines = count_bytes(path, b'"\n', 0, middle)
             fh.seek(middle)
-            block = fh.read(SCAN_CHUNK)
-            parity, search, cut = quotes % 2, 0, None
-            while True:
-                nl = block.find(b"\n", search)
-                if nl < 0:
-                    break
-                parity = (parity + block.count(b'"', search, nl)) % 2
-                if parity == 0:
-                    cut = middle + nl + 1
-                    break
-                search = nl + 1
+            found = _row_end(fh.read(SCAN_CHUNK), 0, quotes % 2)
+            cut = None if found is None else middle + found
         else:
             cut = _next_newline(fh, middle, size)
             newlines = count_bytes(path, b"\n", 0, middle)[0]
