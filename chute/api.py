@@ -1257,7 +1257,11 @@ class _Loader:
         if halves is not None:
             try:
                 return self._write_halves(batch[0], *halves, by_source=by_source)
-            except RowNumbersOff:
+            except ChuteError as exc:
+                if not exc.terminal:
+                    raise
+                # Numbers off, bad rows, or a cut inside a value (a JSON object over several
+                # lines): the whole file the usual way, which mends or reports what is wrong.
                 self.unhalved.add(batch[0].key)
         try:
             return self._write_converted_once(batch, by_source)

@@ -258,3 +258,34 @@ def test_files_loaded_one_by_one_after_a_failed_batch_never_swap(
     assert report.rows_loaded == 4001 and report.rows_rejected == 1
     assert int(engine.rows("SELECT count() AS n FROM t")[0]["n"]) == 4001
     assert swaps and not any(swaps[1:])  # the whole batch may swap; the files alone never
+
+
+@pytest.mark.parametrize("case", ["json objects over several lines", "a bad row"])
+def test_halves_that_fail_load_the_usual_way(tmp_path: Path, target: str, halves_on: list[str], case: str) -> None:
+    """A cut inside a value (JSON objects over several lines) or a bad row fails the halves:
+    the file loads the usual way, which reads it whole and keeps bad rows as rejects."""
+    engine = open_engine(target)
+    rows = 4000
+    _events_table(engine, "t", "toYYYYMM(ts)")
+    if case == "a bad row":
+        path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=rows))
+        text = path.read_text().splitlines(keepends=True)
+        text[3000] = "oops," + text[3000].split(",", 1)[1]  # row 2999: an id that is not a number
+        path.write_text("".join(text))
+        expected, rejected = rows - 1, 1
+    else:
+        path = tmp_path / "e.json"
+        records = [
+            f'{{\n  "id": {i},\n  "ts": "2025-{1 + i % 12:02d}-01 00:00:00",\n  "who": "w{i}",\n  "n": {i % 97}\n}}\n'
+            for i in range(1, rows + 1)
+        ]
+        path.write_text("".join(records))
+        expected, rejected = rows, 0
+    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
+    assert halves_on[0] == str(path)
+    assert (report.rows_loaded, report.rows_rejected) == (expected, rejected)
+    got = engine.rows("SELECT count() AS c, uniqExact(id) AS u FROM t")[0]
+    assert (int(got["c"]), int(got["u"])) == (expected, expected)
+    if case != "a bad row":
+        parts, partitions = _parts(engine, "t")
+        assert parts == partitions  # written the sorting way, not as two halves
