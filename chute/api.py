@@ -437,7 +437,7 @@ class _Loader:
         self.serial_parse: set[str] = set()
         """Files whose row numbers came out wrong under parallel parsing: read by one thread."""
         self.unhalved: set[str] = set()
-        """Files whose row numbers came out wrong as halves (see `_write_halves`): read the sorting way."""
+        """Files whose halves failed (numbers off, bad rows, a value cut in two): read the sorting way."""
         self.single_batch = False
         """The load is one batch: nothing else writes the table while it commits."""
         self.tolerant_tried: set[str] = set()
@@ -1321,7 +1321,7 @@ class _Loader:
 
         The second half numbers its rows after the first half's newlines (less the
         header): right unless a value holds a newline, which the check before the
-        commit finds (RowNumbersOff: the file loads the sorting way).
+        commit finds (RowNumbersOff, and `_write_converted` loads the file the sorting way).
         """
         header = 1 if unit.key in self.named else 0
         first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)

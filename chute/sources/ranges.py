@@ -179,22 +179,18 @@ def halve(path: str, fmt: str, size: int) -> tuple[int, int] | None:
     newline; the caller checks that in the rows loaded. None: no cut found.
     """
     middle = size // 2
-    with open(path, "rb") as fh:
-        if fmt == "CSV":
-            quotes, newlines = count_bytes(path, b'"\n', 0, middle)
-            fh.seek(middle)
-            found = _row_end(fh.read(SCAN_CHUNK), 0, quotes % 2)
-            cut = None if found is None else middle + found
-        else:
-            cut = _next_newline(fh, middle, size)
-            newlines = count_bytes(path, b"\n", 0, middle)[0]
-    if cut is None or cut >= size:
-        return None
-    # The cut follows the middle by a few rows: their newlines are counted from a read.
+    counts = count_bytes(path, b'"\n' if fmt == "CSV" else b"\n", 0, middle)
     with open(path, "rb") as fh:
         fh.seek(middle)
-        newlines += fh.read(cut - middle).count(b"\n")
-    return cut, newlines
+        block = fh.read(SCAN_CHUNK)
+    if fmt == "CSV":
+        found = _row_end(block, 0, counts[0] % 2)
+    else:
+        newline = block.find(b"\n")
+        found = None if newline < 0 else newline + 1
+    if found is None or middle + found >= size:
+        return None
+    return middle + found, counts[-1] + block.count(b"\n", 0, found)
 
 
 @dataclass(frozen=True)
