@@ -89,6 +89,10 @@ PART_WRITER_BUFFERS = 5
 """Buffers of `max_compress_block_size` the MergeTree writer holds per column and insert thread (measured on
 100 columns, one thread: 812 MiB at 1 MiB blocks, 446 MiB at 256 KiB, 382 MiB at 64 KiB)."""
 
+PACKED_PART_BYTES = 10 * 2**20
+"""Parts of a partition-aware load under this size (uncompressed; the engine's line between compact
+and wide parts) are written packed, one file each: the packed writer holds a part in memory."""
+
 HALVES_MIN_BYTES = 64 * 2**20
 """Smallest file that a partitioned load reads as two halves at once (see `_halves`)."""
 HALVES_MEMORY_PER_BYTE = 4.0
@@ -932,17 +936,28 @@ class _Loader:
         return max(16 * 2**20, min(budget, expanded // max(1, threads)))
 
     def _part_writer_settings(self, threads: int) -> dict[str, int]:
-        """Smaller compressed blocks in the parts written, where wide rows would not fit the budget.
+        """How the stage writes its parts: smaller compressed blocks where wide rows would not
+        fit the budget, and small parts of a partition-aware load packed into one file.
 
         The part writer's buffers grow with columns x insert threads, not rows: on a
         100-column table they alone outgrow a 1 GiB budget at the default 1 MiB
         blocks. An eighth of the budget goes to them; the blocks stay >= 64 KiB.
+
+        A partition-aware load writes a part per partition: 800 for 400 days of
+        unsorted events read as two halves. Packed (`data.packed`), a compact part is
+        2 inodes instead of 12. That matters where new inodes are dear: ext4 without a
+        journal skips inodes freed in the last minutes, so after a table was dropped
+        the 800 parts cost 0.7 s more of a 7.8 s load. Stage setting only: the target
+        keeps its own, and its merges write parts the usual way.
         """
+        settings: dict[str, int] = {}
+        if self._sortable_partition():
+            settings["min_bytes_for_full_part_storage"] = PACKED_PART_BYTES
         per_buffer = self.opts.memory_limit // (8 * PART_WRITER_BUFFERS * max(1, len(self.columns)) * threads)
-        if per_buffer >= 2**20:
-            return {}
-        block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
-        return {"max_compress_block_size": block, "min_compress_block_size": min(2**16, block)}
+        if per_buffer < 2**20:
+            block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
+            settings.update(max_compress_block_size=block, min_compress_block_size=min(2**16, block))
+        return settings
 
     def _first_block(self, batch: list[Unit]) -> int:
         """Rows per parsed block, small enough that a file's first block ends

@@ -135,14 +135,16 @@ def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on
 
 def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on: list[str]) -> None:
     """An empty table takes the stage's place; its settings (the part-writer ones the
-    stage changed, too) and comment stay as they were. A table with rows gets ATTACH."""
+    stage changed, too) and comment stay as they were. A table with rows gets ATTACH.
+    The small parts come packed (one file each); merges write normal ones."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
     _events_table(
         engine,
         "t",
         "toYYYYMMDD(ts)",
-        "ORDER BY (who, id) SETTINGS index_granularity = 4096, min_compress_block_size = 4096 COMMENT 'events'",
+        "ORDER BY (who, id) SETTINGS index_granularity = 4096, min_compress_block_size = 4096, "
+        "min_bytes_for_full_part_storage = 0 COMMENT 'events'",
     )
 
     def ddl() -> str:
@@ -168,6 +170,21 @@ def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on:
     assert _uuid(engine, "t") == uuid and ddl() == before
     got = engine.rows("SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id % 1000000) AS bad FROM t")[0]
     assert (int(got["c"]), int(got["u"]), int(got["bad"])) == (2 * ROWS, 2 * ROWS, 0)
+    assert _storage(engine, "t") == {"Packed"}
+    rows = engine.rows(CHECK.format(table="t"))
+    engine.execute("OPTIMIZE TABLE t FINAL")
+    assert _storage(engine, "t") == {"Full"}
+    assert engine.rows(CHECK.format(table="t")) == rows
+
+
+def _storage(engine, table: str) -> set[str]:  # type: ignore[no-untyped-def]
+    """How the table's active parts keep their files: Packed (one file) or Full."""
+    return {
+        str(r["s"])
+        for r in engine.rows(
+            f"SELECT DISTINCT part_storage_type AS s FROM system.parts WHERE table = '{table}' AND active"
+        )
+    }
 
 
 def test_no_swap_under_a_view(tmp_path: Path, target: str, halves_on: list[str]) -> None:
@@ -191,6 +208,7 @@ def test_big_files_beyond_the_budget_load_the_sorting_way(tmp_path: Path, target
     options = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2, memory_limit=budget)
     report = chute.load([str(path)], "t", target=target, options=options)
     assert report.ok and report.rows_loaded == ROWS and str(path) not in halves_on
+    assert _storage(engine, "t") == {"Packed"}  # a part per partition there too
 
 
 def test_sigkill_during_halves_then_rerun(tmp_path: Path) -> None:

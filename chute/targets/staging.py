@@ -40,7 +40,9 @@ def _database(table: TableName) -> str:
     return quote_str(table.database) if table.database else "currentDatabase()"
 
 
-PART_WRITER_SETTINGS = frozenset({"max_compress_block_size", "min_compress_block_size"})
+PART_WRITER_SETTINGS = frozenset(
+    {"max_compress_block_size", "min_compress_block_size", "min_bytes_for_full_part_storage"}
+)
 """Settings of how an insert writes parts. The engine's MergeTree writer takes them from
 the table, not the query: a target that stages applies them to its stage table."""
 
