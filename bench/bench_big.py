@@ -16,7 +16,11 @@ read by `/usr/bin/time -v` (target <= 1 GB), with `--memory-limit 1GB`. The CSV
 loads as byte ranges (64 MiB at that limit), one INSERT each; the same CSV into a
 day-partitioned table (not split by default) is shown for information.
 
-    python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5]
+With --delete-before N, N files are created and deleted (untimed) before each
+timed P4 run of either method, as after a dropped table: on ext4 without a
+journal that makes new inodes dear (chute packs its small parts for that).
+
+    python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5] [--delete-before N]
 """
 
 from __future__ import annotations
@@ -94,7 +98,20 @@ def file_creation_seconds(work: Path, files: int = 2000) -> float:
     return (time.perf_counter() - t0) / files
 
 
-def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
+def delete_files(work: Path, files: int) -> None:
+    """Create and delete `files` small files in `work`, as dropping a loaded table would:
+    on ext4 without a journal, inodes freed in the last minutes are skipped (and scanned)
+    when new ones are taken, so the next load's part files cost more."""
+    if files <= 0:
+        return
+    junk = work / f"deleted-{time.time_ns()}"
+    junk.mkdir()
+    for i in range(files):
+        (junk / str(i)).write_bytes(b"x")
+    shutil.rmtree(junk)
+
+
+def p4(rows: int, repeat: int, work: Path, delete_before: int = 0) -> dict[str, object]:
     csv = hits_csv(rows)
     db = str(work / "p4db")
     engine = open_engine(db)
@@ -140,6 +157,7 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
             ("chute, partitioned by day", chute_day, f"chute_day_{run}", True),
         ):
             create(table, partitioned, provenance=partitioned)
+            delete_files(work, delete_before)
             t0 = time.perf_counter()
             fn(table)
             times[name].append(time.perf_counter() - t0)
@@ -154,7 +172,8 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
     same = [engine.rows(f"SELECT count() AS n, sum(cityHash64({hashed})) AS h FROM {t}") for t in tables.values()]
     assert same[0] == same[1], same
     size = csv.stat().st_size
-    print(f"\nP4: {rows:,} rows, {size / 2**20:.0f} MiB CSV, median of {repeat}")
+    deleted = f", {delete_before:,} files deleted before each run" if delete_before else ""
+    print(f"\nP4: {rows:,} rows, {size / 2**20:.0f} MiB CSV, median of {repeat}{deleted}")
     print_table(
         ["method", "seconds", "rows/s", "active parts", "partitions", "runs"],
         [
@@ -185,6 +204,7 @@ def p4(rows: int, repeat: int, work: Path) -> dict[str, object]:
         "plain": plain_error,
         "file_creation_seconds": creation,
         "peak_rss": max(peak),
+        "deleted_before_each_run": delete_before,
     }
 
 
@@ -239,10 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p5-gb", type=float, default=5.0, help="size of the P5 CSV and of the big Parquet file in GB")
     parser.add_argument("--skip-p5", action="store_true")
     parser.add_argument("--skip-p4", action="store_true")
+    parser.add_argument(
+        "--delete-before",
+        type=int,
+        default=0,
+        metavar="N",
+        help="P4: create and delete N files before each timed run (as after a dropped table)",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="chute-bench-big-"))
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-    results: dict[str, object] = {} if args.skip_p4 else {"p4": p4(args.rows, args.repeat, work)}
+    results: dict[str, object] = {} if args.skip_p4 else {"p4": p4(args.rows, args.repeat, work, args.delete_before)}
     if not args.skip_p5:
         results["p5"] = p5(args.p5_gb, work)
     path = save_results("big", results)
