@@ -16,9 +16,12 @@ import pytest
 import chute
 from chute.engine import open_engine
 from chute.errors import TargetError
+from chute.targets.server import conversion_settings
+from chute.targets.staging import PART_WRITER_SETTINGS
 
 from .conftest import write_with_engine
 from .servers import TEST_PASSWORD, TEST_USER, ClickHouseServer
+from .test_partitions import UNSORTED
 
 FORMATS = [
     ("JSONEachRow", "json.gz", "gzip"),
@@ -371,3 +374,38 @@ def test_failure_while_moving_rows_in_is_repaired_not_doubled(tmp_path: Path, se
         staging.Stage.commit = real_commit  # type: ignore[method-assign]
     assert report.ok and report.rows_loaded == 100
     assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "100"
+
+
+def test_unsorted_rows_into_a_partitioned_server_table(tmp_path: Path, target: str, server_url: str) -> None:
+    """Events over 400 days into a table partitioned by day on the server: grouped by
+    partition (no TOO_MANY_PARTS), and the embedded stage's part settings (table
+    settings the engine refuses in a query) stay out of the conversion's SELECT."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "events.csv", "CSVWithNames", UNSORTED.format(rows=20_000))
+    options = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", memory_limit=400 * 2**20)
+    report = chute.load([str(path)], table="t", target=server_url, options=options)
+    assert report.ok and report.rows_loaded == 20_000, report.files
+    got = server_query(
+        server_url,
+        "SELECT count(), uniqExact(id), uniqExact(toYYYYMMDD(ts)), countIf(_source_row != id) FROM t FORMAT TSV",
+    )
+    assert got.split() == ["20000", "20000", "400", "0"]
+    parts = server_query(
+        server_url,
+        "SELECT count(), uniqExact(partition) FROM system.parts WHERE database = currentDatabase() "
+        "AND table = 't' AND active FORMAT TSV",
+    ).split()
+    assert int(parts[1]) == 400 and int(parts[0]) <= 2 * 400
+
+
+def test_the_conversion_select_takes_no_part_writer_settings(target: str) -> None:
+    """A partition-aware load's settings (newer servers report the partition key; 18.16
+    does not) include table-only part settings; the engine's SELECT that makes the
+    Native stream must run with what is left of them."""
+    settings = {"max_threads": 2, **{k: 2**20 for k in PART_WRITER_SETTINGS}}
+    engine = open_engine(target)
+    with pytest.raises(TargetError, match="UNKNOWN_SETTING"):
+        engine.rows("SELECT 1 AS x", settings)
+    chosen = conversion_settings(settings, streams=2, low_cardinality=False)
+    assert not set(chosen) & PART_WRITER_SETTINGS and chosen["max_threads"] == 1
+    assert engine.rows("SELECT 1 AS x", chosen) == [{"x": 1}]

@@ -23,7 +23,7 @@ from chute.nativecompress import NativeCompressor
 from chute.schema import Column, table_columns
 from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.staging import CommitCheck, Stage
+from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
 
 # Formats a server of any version parses from a raw HTTP body (the pass-through method).
@@ -34,6 +34,20 @@ SERVER_FORMAT_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimi
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
 MUTATION_TIMEOUT_SECONDS = 600
+
+
+def conversion_settings(settings: Settings, streams: int, low_cardinality: bool) -> dict[str, str | int | float]:
+    """The load's settings for the local engine's SELECT that makes the Native stream.
+
+    Part-writer settings are left out: they say how a stage table in this
+    process writes its parts, and some are table settings only, which the
+    engine refuses in a query (`min_bytes_for_full_part_storage`, which
+    partition-aware loads set wherever the server reports its partition key).
+    """
+    engine_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
+    engine_settings["max_threads"] = max(1, int(engine_settings.get("max_threads", 1)) // streams)
+    engine_settings["low_cardinality_allow_in_native_format"] = int(low_cardinality)
+    return engine_settings
 
 
 def _with_retries(write: Callable[[], dict[str, int]]) -> dict[str, int]:
@@ -177,9 +191,7 @@ class ServerTarget:
         column_list = ", ".join(quote_ident(c) for c in columns)
         streams = min(self.connections, len(selects))
         groups = [list(selects[i::streams]) for i in range(streams)]
-        engine_settings = dict(settings)
-        engine_settings["max_threads"] = max(1, int(engine_settings.get("max_threads", 1)) // streams)
-        engine_settings["low_cardinality_allow_in_native_format"] = int(self._caps.low_cardinality)
+        engine_settings = conversion_settings(settings, streams, self._caps.low_cardinality)
         with Stage(self, table, context, drop_sync=False) as stage:
             into = stage.table or table
             statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
