@@ -946,9 +946,9 @@ class _Loader:
         A partition-aware load writes a part per partition: 800 for 400 days of
         unsorted events read as two halves. Packed (`data.packed`), a compact part is
         2 inodes instead of 12. That matters where new inodes are dear: ext4 without a
-        journal skips inodes freed in the last minutes, so after a table was dropped
-        the 800 parts cost 0.7 s more of a 7.8 s load. Stage setting only: the target
-        keeps its own, and its merges write parts the usual way.
+        journal skips inodes freed in the last minutes, and after 10,000 files were
+        deleted the load took 0.2-0.7 s (2.5-8%) less packed. Stage setting only: the
+        target keeps its own, and its merges write parts the usual way.
         """
         settings: dict[str, int] = {}
         if self._sortable_partition():
