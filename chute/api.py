@@ -48,9 +48,9 @@ from chute.schema import (
     structure,
     with_provenance,
 )
-from chute.sources import Source, SourceOptions, Unit, open_source
+from chute.sources import Source, SourceOptions, Unit, open_source, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS
-from chute.sources.ranges import SPLIT_FORMATS, count_bytes, halve
+from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
 from chute.targets.staging import CommitCheck
@@ -815,8 +815,10 @@ class _Loader:
         block: int = ROW_FIX_BLOCK,
         fmt_name: str | None = None,
         row_expression: str | None = None,
+        fd: int | None = None,
     ) -> str:
-        """Read `units` (one, or several that one file() call can read) with the table's types."""
+        """Read `units` (one, or several that one file() call can read) with the table's types;
+        with `fd`, the one unit's bytes from that descriptor (see `range_fd`)."""
         unit = units[0]
         inputs = self._input_columns()
         read_as = list(inputs)
@@ -830,7 +832,10 @@ class _Loader:
                 read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
                 exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
         fmt_name = fmt_name or self._format_name(unit)
-        if len(units) == 1:
+        if fd is not None:
+            table_expr = table_function("file", [str(int(fd))], fmt_name, structure(read_as), "none")
+            provenance = self._provenance(unit, row_expression or self._row_number(unit, parallel, block))
+        elif len(units) == 1:
             table_expr = self.source.table_expression(unit, structure(read_as), fmt_name)
             provenance = self._provenance(unit, row_expression or self._row_number(unit, parallel, block))
         else:
@@ -1335,21 +1340,19 @@ class _Loader:
         """Two INSERTs at once, a half of the file each, each squashed into one block.
 
         The second half numbers its rows after the first half's newlines (less the
-        header): right unless a value holds a newline, which the check before the
-        commit finds (RowNumbersOff, and `_write_converted` loads the file the sorting way).
+        header): right unless a value in the first half holds a newline, which the
+        check before the commit finds (RowNumbersOff, and `_write_converted` loads
+        the file the sorting way).
         """
         header = 1 if unit.key in self.named else 0
+        first_rows = newlines - header
         first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)
         second = dataclasses.replace(unit, origin=unit.key, start=cut, end=unit.size)
-        selects = [
-            self._select_sql([first], row_expression="rowNumberInAllBlocks() + 1"),
-            self._select_sql(
-                [second], fmt_name=unit.fmt.format, row_expression=f"rowNumberInAllBlocks() + {newlines - header + 1}"
-            ),
-        ]
         settings = self._settings([unit])
         settings.pop("max_block_size", None)
         settings.update(
+            # The halves come from descriptors (`range_fd`), read from where they stand.
+            storage_file_read_method="read",
             max_threads=1,
             max_insert_threads=1,
             input_format_parallel_parsing=0,
@@ -1361,26 +1364,29 @@ class _Loader:
             min_insert_block_size_bytes=2**62,
             max_partitions_per_insert_block=0,
         )
-        # Newlines of the second half, counted while the engine reads (see `check`).
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(count_bytes, unit.key, b"\n", cut, unit.size)
-            unchanged = self._unchanged_check([unit])
+        unchanged = self._unchanged_check([unit])
+        written: list[int] = []
 
-            def check(stage: TableName | None, counts: dict[str, int]) -> None:
-                unchanged(stage, counts)
-                if not self._fill_provenance or stage is None:
-                    return
-                # CSV/TSV rows end at newlines, each row at one at least: as many rows as
-                # newlines (less the header; plus an unterminated last row) means no value
-                # held one, so the first half had `newlines - header` rows, and every
-                # number is right. Else the numbers are checked one by one (and mended).
-                with open(unit.key, "rb") as fh:
-                    fh.seek(unit.size - 1)
-                    unterminated = fh.read(1) != b"\n"
-                lines = newlines + later.result()[0] - header + unterminated
-                if unit.fmt.format == "JSONEachRow" or sum(counts.values()) != lines:
-                    self._fix_row_numbers(stage, unit)
+        def check(stage: TableName | None, counts: dict[str, int]) -> None:
+            unchanged(stage, counts)
+            if not self._fill_provenance or stage is None:
+                return
+            # The second half numbers its rows from `first_rows + 1`: right when the
+            # first half read exactly `first_rows` (a newline inside one of its values
+            # makes fewer). Else the numbers are checked one by one (and mended).
+            if unit.fmt.format == "JSONEachRow" or written[:1] != [first_rows]:
+                self._fix_row_numbers(stage, unit)
 
+        with range_fd(unit.key, 0, cut) as first_fd, range_fd(unit.key, cut, unit.size) as second_fd:
+            selects = [
+                self._select_sql([first], row_expression="rowNumberInAllBlocks() + 1", fd=first_fd),
+                self._select_sql(
+                    [second],
+                    fmt_name=unit.fmt.format,
+                    row_expression=f"rowNumberInAllBlocks() + {first_rows + 1}",
+                    fd=second_fd,
+                ),
+            ]
             counts = self.target.write_batch(
                 self.table,
                 self._insert_columns(),
@@ -1391,6 +1397,7 @@ class _Loader:
                 before_commit=check,
                 concurrent=True,
                 swap_if_empty=self.single_batch,
+                written=written,
             )
         return {unit.source_name: sum(counts.values())} if by_source else counts
 

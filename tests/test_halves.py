@@ -112,7 +112,8 @@ def _quoted_newlines_csv(path: Path, rows: int, newline_rows: set[int]) -> Path:
 @pytest.mark.parametrize("where", ["first half", "second half", "at the middle"])
 def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on: list[str], where: str) -> None:
     """A newline inside a value: the cut stays outside quotes, and a first half with
-    one numbers its rows by what was read, or loads the sorting way."""
+    one numbers its rows by what was read, or loads the sorting way. One in the
+    second half changes no number, so nothing is checked row by row."""
     rows = 20_000
     marks = {"first half": {10, 5000}, "second half": {15_000, 19_999}, "at the middle": set(range(9_990, 10_010))}
     path = _quoted_newlines_csv(tmp_path / "q.csv", rows, marks[where])
@@ -124,8 +125,10 @@ def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on
     _events_table(engine, "t", "toYYYYMM(ts)")
     report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
     assert report.ok and report.rows_loaded == rows
-    # More newlines than rows: the numbers are checked one by one.
-    assert halves_on[:2] == [str(path), "row check"]
+    # Fewer rows than newlines in the first half: the numbers are checked one by one.
+    first_half_rows = data[:cut].count(b"\n") - 1
+    in_first_half = any(i <= first_half_rows for i in marks[where])
+    assert halves_on[:2] == [str(path), "row check"] if in_first_half else halves_on == [str(path)]
     got = engine.rows(
         "SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id) AS bad, "
         "countIf(position(who, '\n') > 0) AS multi FROM t"

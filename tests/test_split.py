@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import signal
 import subprocess
@@ -139,3 +140,36 @@ def test_sigkill_mid_file_then_rerun(tmp_path: Path) -> None:
             proc.wait()
         subprocess.run(_command(path, db), check=True)
         assert _checksum(db) == expected, trial
+
+
+@pytest.mark.parametrize("to_end", [False, True], ids=["pipe", "file at an offset"])
+def test_range_fd_gives_the_engine_exactly_the_range(tmp_path: Path, target: str, to_end: bool) -> None:
+    """A range read through `file(fd)`: a middle range comes through a pipe (several
+    pipe-fulls), one that runs to the end is the file opened at its start."""
+    path = tmp_path / "lines.txt"
+    lines = [f"row {i} " + "x" * (i % 300) for i in range(40_000)]
+    path.write_text("\n".join(lines) + "\n")
+    data = path.read_bytes()
+    start = data.index(b"\n", len(data) // 4) + 1
+    end = len(data) if to_end else data.index(b"\n", 3 * len(data) // 4) + 1
+    assert end - start > 2 * ranges.PIPE_BYTES or to_end
+    expected = data[start:end].decode().splitlines()
+    engine = open_engine(target)
+    with ranges.range_fd(str(path), start, end) as fd:
+        got = engine.rows(
+            f"SELECT line FROM file({fd}, 'LineAsString', 'line String')", {"storage_file_read_method": "read"}
+        )
+    assert [r["line"] for r in got] == expected
+
+
+def test_range_fd_left_unread_stops_its_feeder(tmp_path: Path) -> None:
+    """Leaving the block before the engine read the pipe (a failed INSERT) ends the
+    thread that fills it, instead of leaving it blocked on a full pipe."""
+    import threading
+
+    path = tmp_path / "big.bin"
+    path.write_bytes(b"z" * (8 * ranges.PIPE_BYTES))
+    before = threading.active_count()
+    with ranges.range_fd(str(path), 10, 7 * ranges.PIPE_BYTES) as fd:
+        assert os.read(fd, 5) == b"zzzzz"
+    assert threading.active_count() == before

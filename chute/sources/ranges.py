@@ -29,7 +29,7 @@ import re
 import secrets
 import socketserver
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -191,6 +191,64 @@ def halve(path: str, fmt: str, size: int) -> tuple[int, int] | None:
     if found is None or middle + found >= size:
         return None
     return middle + found, counts[-1] + block.count(b"\n", 0, found)
+
+
+PIPE_BYTES = 2**20
+"""Pipe capacity asked for a `range_fd` pipe (Linux allows up to 1 MiB unprivileged)."""
+
+
+@contextlib.contextmanager
+def range_fd(path: str, start: int, end: int) -> Iterator[int]:
+    """Bytes [start, end) of a file as a descriptor for the engine's `file(fd, ...)`,
+    to be read once, with `storage_file_read_method = 'read'`, before the block exits.
+
+    Cheaper than `range_url`: no loopback TCP, so 0.5 CPU-s less for a 1.35 GB
+    file read as two halves. A range that runs to the end of the file is the
+    file itself, opened at `start`. Any other is a pipe that a thread fills with
+    `splice` (the kernel passes page references; no copy through Python). The
+    descriptors close on exit; a writer still blocked then gets EPIPE and stops.
+    """
+    fh = open(path, "rb")  # noqa: SIM115 - closed here, or by the feeder thread
+    if end >= os.fstat(fh.fileno()).st_size:
+        with fh:
+            os.lseek(fh.fileno(), start, os.SEEK_SET)
+            yield fh.fileno()
+        return
+    read_end, write_end = os.pipe()
+    with contextlib.suppress(AttributeError, OSError):
+        import fcntl
+
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)  # type: ignore[attr-defined,unused-ignore]
+    feeder = threading.Thread(target=_feed, args=(fh, start, end, write_end), name="chute-range", daemon=True)
+    feeder.start()
+    try:
+        yield read_end
+    finally:
+        os.close(read_end)
+        feeder.join()
+
+
+def _feed(fh: BinaryIO, start: int, end: int, pipe: int) -> None:
+    """Write bytes [start, end) of `fh` into `pipe`, then close both. A short file
+    ends the stream early: the loader's check that the file is unchanged catches it."""
+    try:
+        with fh, contextlib.suppress(BrokenPipeError):
+            pos = start
+            while pos < end:
+                want = min(end - pos, PIPE_BYTES)
+                if hasattr(os, "splice"):
+                    sent = os.splice(fh.fileno(), pipe, want, offset_src=pos)
+                else:  # no splice (macOS): through a buffer
+                    data = os.pread(fh.fileno(), want, pos)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(pipe, view) :]
+                    sent = len(data)
+                if sent <= 0:
+                    break
+                pos += sent
+    finally:
+        os.close(pipe)
 
 
 @dataclass(frozen=True)

@@ -86,12 +86,14 @@ class Target(Protocol):
         before_commit: CommitCheck | None = None,
         concurrent: bool = False,
         swap_if_empty: bool = False,
+        written: list[int] | None = None,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false).
 
         `concurrent`: each SELECT is an INSERT of its own, all at once (each
-        squashes its rows into blocks on its own), where `parallel_inserts`.
+        squashes its rows into blocks on its own), where `parallel_inserts`;
+        `written` then gets each one's rows, in order, before `before_commit`.
         `swap_if_empty`: nothing else writes the table during the commit, so a
         table with no parts may take the stage table's place instead of its
         parts (a target that cannot swap moves the parts)."""

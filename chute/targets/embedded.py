@@ -88,6 +88,7 @@ class EmbeddedTarget:
         before_commit: CommitCheck | None = None,
         concurrent: bool = False,
         swap_if_empty: bool = False,
+        written: list[int] | None = None,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
@@ -105,6 +106,8 @@ class EmbeddedTarget:
             insert = f"INSERT INTO {(stage.table or table).sql} ({column_list})"
             if concurrent and len(selects) > 1:
                 results = self._at_once([f"{insert} {s}" for s in selects], query_settings, context)
+                if written is not None:
+                    written.extend(r.rows_written for r in results)
             else:
                 results = [self.execute(f"{insert} {' UNION ALL '.join(selects)}", query_settings, context)]
             return stage.commit(count_by_source, sum(r.rows_written for r in results), before_commit)

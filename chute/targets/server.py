@@ -168,11 +168,12 @@ class ServerTarget:
         before_commit: CommitCheck | None = None,
         concurrent: bool = False,
         swap_if_empty: bool = False,
+        written: list[int] | None = None,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole.
 
         The SELECTs go over as many connections at once as there are (so
-        `concurrent` changes nothing); parts always move by ATTACH: a server
+        `concurrent` changes nothing, and `written` stays empty); parts always move by ATTACH: a server
         has other writers, so an empty table is never swapped."""
         return _with_retries(
             lambda: self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
