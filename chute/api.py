@@ -31,6 +31,7 @@ from chute.engine import MEMORY
 from chute.errors import (
     ChuteError,
     CommitUncertain,
+    OutOfSpace,
     SchemaError,
     SourceError,
     TargetError,
@@ -1278,7 +1279,7 @@ class _Loader:
             try:
                 return self._write_halves(batch[0], *halves, by_source=by_source)
             except ChuteError as exc:
-                if not exc.terminal:
+                if not exc.terminal or isinstance(exc, OutOfSpace):
                     raise
                 # Numbers off, bad rows, or a cut inside a value (a JSON object over several
                 # lines): the whole file the usual way, which mends or reports what is wrong.
@@ -1403,7 +1404,7 @@ class _Loader:
 
     def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:
         """A batch that did not load: transient errors go up, else isolate and retry."""
-        if not exc.terminal:
+        if not exc.terminal or isinstance(exc, OutOfSpace):
             raise exc
         if self._tolerant_fits(batch, exc) and self._load_tolerant(batch, plan):
             return
@@ -1691,11 +1692,16 @@ class _Loader:
                     rejected=checked.rejected,
                 )
                 return
+            good_settings: dict[str, str | int | float] = {
+                "max_threads": self.workers,
+                "max_insert_threads": self.workers,
+            }
+            good = [checked.good_select(inputs, functools.partial(self._provenance, unit), self._row_of(unit))]
             counts = self.target.write_batch(
                 self.table,
                 self._insert_columns(),
-                [checked.good_select(inputs, functools.partial(self._provenance, unit), self._row_of(unit))],
-                {"max_threads": self.workers, "max_insert_threads": self.workers},
+                self._grouped(good, good_settings),
+                good_settings,
                 count_by_source=False,
                 context=unit.key,
                 before_commit=self._unchanged_check([unit]),

@@ -5,6 +5,7 @@
     ├── SourceError             a source cannot be read or understood (terminal)
     ├── SchemaError             input and table do not fit together (terminal)
     ├── TargetError             the target refused or failed (code kept)
+    │   ├── OutOfSpace            the disk is full: the load stops (terminal)
     │   └── TransientTargetError  worth retrying (memory, too many parts, I/O)
     │       └── CommitUncertain     failed while moving rows in: repair, then retry
     └── LoadFailed              some units failed; the report says which
@@ -21,6 +22,7 @@ __all__ = [
     "ChuteError",
     "CommitUncertain",
     "LoadFailed",
+    "OutOfSpace",
     "SchemaError",
     "SourceError",
     "TargetError",
@@ -32,6 +34,8 @@ __all__ = [
 # ClickHouse error codes that are worth a retry: memory limits, too many parts,
 # timeouts, network and file system hiccups.
 TRANSIENT_CODES = frozenset({159, 160, 164, 202, 209, 210, 241, 242, 252, 319, 425, 999, 1000})
+TOO_MANY_PARTS = 252
+NOT_ENOUGH_SPACE = 243
 
 
 class ChuteError(Exception):
@@ -65,6 +69,11 @@ class TransientTargetError(TargetError):
     """A target error that may pass on a retry."""
 
     terminal = False
+
+
+class OutOfSpace(TargetError):
+    """The target's disk is full. Terminal, and not about the rows: every file
+    would fail the same way, so the load stops (a re-run resumes it)."""
 
 
 class CommitUncertain(TransientTargetError):
@@ -107,7 +116,12 @@ def make_target_error(code: int | None, name: str | None, message: str, context:
         message = message[:600] + "..."
     label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")
     text = f"{context}: {label}{message}" if context else f"{label}{message}"
-    cls = TransientTargetError if code in TRANSIENT_CODES else TargetError
+    cls: type[TargetError] = TransientTargetError if code in TRANSIENT_CODES else TargetError
+    if code == NOT_ENOUGH_SPACE or "No space left on device" in message:
+        cls = OutOfSpace
+    elif code == TOO_MANY_PARTS and "partitions for" in message:
+        # 252 also means "too many partitions for a single INSERT block": no retry fixes that.
+        cls = TargetError
     return cls(text, code=code, name=name)
 
 

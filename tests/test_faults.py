@@ -78,6 +78,8 @@ def test_disk_full_then_rerun_completes_without_doubles(tmp_path: Path, mounts: 
     lines = [line for line in full.stderr.strip().splitlines() if line]
     assert lines and all(line.startswith("chute: ") for line in lines), full.stderr
     assert "Traceback" not in full.stderr
+    # One line that names the full disk: the load stops, no file takes the careful pass.
+    assert len(lines) == 1 and "NOT_ENOUGH_SPACE" in lines[0], full.stderr
     filler.unlink()
     again = _cli("load", str(data), str(more), "-t", "t", "--target", str(db), "--json")
     assert again.returncode == 0, again.stderr
@@ -105,3 +107,32 @@ def test_read_only_target_is_one_line_then_rerun_completes(tmp_path: Path, mount
     again = _cli("load", str(data), "-t", "t", "--target", str(db), "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["table_rows"] == 120_000
+
+
+def test_error_codes_tell_a_full_disk_and_the_partition_limit_apart() -> None:
+    """A full disk stops the load (no careful pass over rows that are fine); code 252 is
+    worth a retry when merges lag ("too many parts"), not for one block over too many
+    partitions, which no retry changes."""
+    from chute.errors import OutOfSpace, TransientTargetError, translate_engine_error
+
+    full = translate_engine_error(
+        RuntimeError("Code: 243. DB::Exception: Cannot reserve 2.68 MiB, not enough space. (NOT_ENOUGH_SPACE)")
+    )
+    assert isinstance(full, OutOfSpace) and full.terminal
+    enospc = translate_engine_error(
+        RuntimeError("Code: 74. DB::ErrnoException: Cannot write to file x: No space left on device. (CANNOT_WRITE)")
+    )
+    assert isinstance(enospc, OutOfSpace)
+    partitions = translate_engine_error(
+        RuntimeError(
+            "Code: 252. DB::Exception: Too many partitions for single INSERT block (more than 100). (TOO_MANY_PARTS)"
+        )
+    )
+    assert partitions.terminal and not isinstance(partitions, TransientTargetError)
+    lagging = translate_engine_error(
+        RuntimeError(
+            "Code: 252. DB::Exception: Too many parts (3001 with average size of 1 MiB) in table 't'. "
+            "Merges are processing significantly slower than inserts. (TOO_MANY_PARTS)"
+        )
+    )
+    assert isinstance(lagging, TransientTargetError)

@@ -8,7 +8,7 @@ import pytest
 
 import chute
 from chute.engine import open_engine
-from chute.errors import TransientTargetError
+from chute.errors import TargetError
 
 from .conftest import write_with_engine
 
@@ -49,8 +49,9 @@ def test_unsorted_rows_into_a_day_partitioned_table(tmp_path: Path, target: str,
         "CREATE TABLE plain_day (id UInt64, ts DateTime('UTC'), who String, n UInt8) "
         "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY tuple()"
     )
-    with pytest.raises(TransientTargetError, match=r"TOO_MANY_PARTS"):
+    with pytest.raises(TargetError, match=r"TOO_MANY_PARTS") as refused:
         engine.execute(f"INSERT INTO plain_day SELECT * FROM file('{path}', '{fmt}')")
+    assert refused.value.terminal  # a retry would not help
 
     day = chute.load([str(path)], "by_day", target=target, options=chute.LoadOptions(partition_by="toYYYYMMDD(ts)"))
     assert day.ok and day.rows_loaded == rows
@@ -147,3 +148,29 @@ def test_partition_key_the_table_computes_itself(tmp_path: Path, target: str) ->
     assert report.ok and report.rows_loaded == 5000
     got = engine.rows("SELECT count() AS c, countIf(month != toYYYYMM(ts)) AS bad FROM t")[0]
     assert (int(got["c"]), int(got["bad"])) == (5000, 0)
+
+
+def test_bad_rows_among_unsorted_rows_into_a_day_partitioned_table(tmp_path: Path, target: str) -> None:
+    """The careful pass (bad rows to the rejects table) groups the good rows by partition
+    too: a block of them spans every day, which the engine alone refuses."""
+    engine = open_engine(target)
+    rows = 30_000
+    path = write_with_engine(engine, tmp_path / "events.csv", "CSVWithNames", UNSORTED.format(rows=rows))
+    lines = path.read_text().splitlines()
+    bad = {101, 15_000, 29_999}  # row numbers; line 0 is the header
+    for row in bad:
+        lines[row] = lines[row].replace(",", ",not a time,", 1).rsplit(",", 1)[0]
+    path.write_text("\n".join(lines) + "\n")
+    engine.execute(
+        "CREATE TABLE by_day (id UInt64, ts DateTime('UTC'), who String, n UInt8, _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMMDD(ts) ORDER BY tuple()"
+    )
+    report = chute.load([str(path)], "by_day", target=target)
+    assert report.rows_loaded == rows - len(bad) and report.rows_rejected == len(bad), report.files
+    parts, partitions = _parts(engine, "by_day")
+    assert partitions >= 365 and parts <= 2 * partitions
+    got = engine.rows("SELECT countIf(_source_row != id) AS off, countIf(id IN (101, 15000, 29999)) AS b FROM by_day")
+    assert (int(got[0]["off"]), int(got[0]["b"])) == (0, 0)
+    rejected = engine.rows("SELECT _source_row AS r FROM by_day_rejects ORDER BY r")
+    assert [int(r["r"]) for r in rejected] == sorted(bad)
