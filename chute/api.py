@@ -833,11 +833,12 @@ class _Loader:
                 read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
                 exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
         fmt_name = fmt_name or self._format_name(unit)
-        if fd is not None:
-            table_expr = table_function("file", [str(int(fd))], fmt_name, structure(read_as), "none")
-            provenance = self._provenance(unit, row_expression or self._row_number(unit, parallel, block))
-        elif len(units) == 1:
-            table_expr = self.source.table_expression(unit, structure(read_as), fmt_name)
+        if len(units) == 1:
+            table_expr = (
+                self.source.table_expression(unit, structure(read_as), fmt_name)
+                if fd is None
+                else table_function("file", [str(fd)], fmt_name, structure(read_as), "none")
+            )
             provenance = self._provenance(unit, row_expression or self._row_number(unit, parallel, block))
         else:
             combined = self.source.combined_expression(units, structure(read_as), fmt_name)
