@@ -1404,12 +1404,17 @@ class _Loader:
         return {unit.source_name: sum(counts.values())} if by_source else counts
 
     def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:
-        """A batch that did not load: transient errors go up, else isolate and retry."""
-        if not exc.terminal or isinstance(exc, OutOfSpace):
+        """A batch that did not load: transient errors go up, else isolate and retry.
+
+        A full disk is no row's fault: one file goes up at once; a batch is tried a
+        file at a time (an insert reserves room for its whole block), never row by row.
+        """
+        full = isinstance(exc, OutOfSpace)
+        if not exc.terminal or (full and len(batch) == 1):
             raise exc
-        if self._tolerant_fits(batch, exc) and self._load_tolerant(batch, plan):
+        if not full and self._tolerant_fits(batch, exc) and self._load_tolerant(batch, plan):
             return
-        culprit = self._culprit(exc, batch)
+        culprit = None if full else self._culprit(exc, batch)
         if len(batch) > 1 and culprit is not None:
             # The engine named the file: it alone takes the slow way; the rest retry together.
             self.deferred.append((culprit, exc))
