@@ -19,6 +19,7 @@ import chute
 import chute.api
 from chute.engine import open_engine
 from chute.sources.ranges import halve
+from chute.targets.staging import _table_settings
 
 from .conftest import write_with_engine
 from .test_partitions import CHECK, UNSORTED, _parts, unsorted_files
@@ -139,7 +140,8 @@ def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on
 def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on: list[str]) -> None:
     """An empty table takes the stage's place; its settings (the part-writer ones the
     stage changed, too) and comment stay as they were. A table with rows gets ATTACH.
-    The small parts come packed (one file each); merges write normal ones."""
+    The small parts come packed (one file each) in the basic format (no sparse
+    columns, one stream per String); merges write the table's own."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
     _events_table(
@@ -147,7 +149,8 @@ def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on:
         "t",
         "toYYYYMMDD(ts)",
         "ORDER BY (who, id) SETTINGS index_granularity = 4096, min_compress_block_size = 4096, "
-        "min_bytes_for_full_part_storage = 0 COMMENT 'events'",
+        "min_bytes_for_full_part_storage = 0, string_serialization_version = 'with_size_stream', "
+        "ratio_of_defaults_for_sparse_serialization = 0.005 COMMENT 'events: compress_marks = 0'",
     )
 
     def ddl() -> str:
@@ -174,10 +177,42 @@ def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on:
     got = engine.rows("SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id % 1000000) AS bad FROM t")[0]
     assert (int(got["c"]), int(got["u"]), int(got["bad"])) == (2 * ROWS, 2 * ROWS, 0)
     assert _storage(engine, "t") == {"Packed"}
+    assert _sparse_columns(engine, "t") == 0
     rows = engine.rows(CHECK.format(table="t"))
     engine.execute("OPTIMIZE TABLE t FINAL")
     assert _storage(engine, "t") == {"Full"}
+    # A merge takes its sparse columns from its parts' kinds: the next one writes them.
+    # (`n` is 1% zeros: sparse at the table's ratio, 0.5%.)
+    assert _sparse_columns(engine, "t") == 0
+    engine.execute("OPTIMIZE TABLE t FINAL")
+    assert _sparse_columns(engine, "t") > 0
     assert engine.rows(CHECK.format(table="t")) == rows
+
+
+def test_table_settings_are_read_from_the_settings_clause_only() -> None:
+    """The values put back on a stage before a swap: quoted text (a comment, a column
+    name) that reads like a setting is not one."""
+    ddl = (
+        "CREATE TABLE t (`a SETTINGS x = 1` UInt8) ENGINE = MergeTree ORDER BY tuple() SETTINGS "
+        "index_granularity = 4096, string_serialization_version = 'with_size_stream', "
+        "ratio_of_defaults_for_sparse_serialization = 0.5 COMMENT 'SETTINGS compress_marks = 0, \\' b = 2'"
+    )
+    assert _table_settings(ddl) == {
+        "index_granularity": "4096",
+        "string_serialization_version": "'with_size_stream'",
+        "ratio_of_defaults_for_sparse_serialization": "0.5",
+    }
+    assert _table_settings("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY a COMMENT 'x = 1'") == {}
+
+
+def _sparse_columns(engine, table: str) -> int:  # type: ignore[no-untyped-def]
+    """Columns stored sparse in the table's active parts."""
+    return int(
+        engine.rows(
+            f"SELECT count() AS n FROM system.parts_columns WHERE table = '{table}' AND active "
+            "AND serialization_kind = 'Sparse'"
+        )[0]["n"]
+    )
 
 
 def _storage(engine, table: str) -> set[str]:  # type: ignore[no-untyped-def]

@@ -92,7 +92,9 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
-        part_settings = {k: int(v) for k, v in settings.items() if k in PART_WRITER_SETTINGS}
+        part_settings = {
+            k: v if isinstance(v, str) else int(v) for k, v in settings.items() if k in PART_WRITER_SETTINGS
+        }
         with Stage(
             self,
             table,

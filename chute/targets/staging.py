@@ -41,10 +41,38 @@ def _database(table: TableName) -> str:
 
 
 PART_WRITER_SETTINGS = frozenset(
-    {"max_compress_block_size", "min_compress_block_size", "min_bytes_for_full_part_storage"}
+    {
+        "max_compress_block_size",
+        "min_compress_block_size",
+        "min_bytes_for_full_part_storage",
+        "ratio_of_defaults_for_sparse_serialization",
+        "write_marks_for_substreams_in_compact_parts",
+        "string_serialization_version",
+        "serialization_info_version",
+        "compress_marks",
+        "compress_primary_key",
+    }
 )
 """Settings of how an insert writes parts. The engine's MergeTree writer takes them from
 the table, not the query: a target that stages applies them to its stage table."""
+_QUOTED_OR_SETTINGS = re.compile(r"'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`|\bSETTINGS\b")
+_SETTING = re.compile(r"\s*(\w+) = ('(?:[^'\\]|\\.)*'|[-\w.]+),?")
+
+
+def _table_settings(ddl: str) -> dict[str, str]:
+    """The SETTINGS clause of a CREATE TABLE as the engine wrote it: name -> SQL literal.
+    Quoted text (a COMMENT that reads `x = 1`, a name) is skipped, never read as a setting."""
+    keyword = [m for m in _QUOTED_OR_SETTINGS.finditer(ddl) if m.group() == "SETTINGS"]
+    settings: dict[str, str] = {}
+    at = keyword[-1].end() if keyword else len(ddl)
+    while (found := _SETTING.match(ddl, at)) is not None:
+        settings[found.group(1)] = found.group(2)
+        at = found.end()
+    return settings
+
+
+def _literal(value: int | str) -> str:
+    return quote_str(value) if isinstance(value, str) else str(int(value))
 
 
 class Stage:
@@ -58,7 +86,7 @@ class Stage:
         drop_sync: bool = True,
         hold_merges: bool = False,
         modern: bool = False,
-        part_settings: Mapping[str, int] | None = None,
+        part_settings: Mapping[str, int | str] | None = None,
         swap_if_empty: bool = False,
     ) -> None:
         self.db = db
@@ -89,7 +117,15 @@ class Stage:
                 self.target_ddl = target_ddl if target_ddl is not None and target_ddl == stage_ddl else None
             if self.part_settings:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
-                assignments = ", ".join(f"{quote_ident(k)} = {int(v)}" for k, v in self.part_settings.items())
+                # Only those this engine has: a setting an engine drops must not fail the load.
+                names = ", ".join(quote_str(k) for k in self.part_settings)
+                known = {
+                    r["name"]
+                    for r in self.db.rows(f"SELECT name FROM system.merge_tree_settings WHERE name IN ({names})")
+                }
+                self.part_settings = {k: v for k, v in self.part_settings.items() if k in known}
+            if self.part_settings:
+                assignments = ", ".join(f"{quote_ident(k)} = {_literal(v)}" for k, v in self.part_settings.items())
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
             if self.hold_merges:
                 # Merging parts that move into the target anyway would take cores from the load.
@@ -185,9 +221,10 @@ class Stage:
             return False
         if self.part_settings:
             # The target's own values (or the defaults) back on the stage: they are part of its definition.
-            explicit = dict(re.findall(r"\b(\w+) = (\d+)", self.target_ddl.rsplit(" SETTINGS ", 1)[-1]))
+            # (The values are literals as the engine itself wrote them in the table's definition.)
+            explicit = _table_settings(self.target_ddl)
             reset = [k for k in self.part_settings if k not in explicit]
-            keep = [f"{quote_ident(k)} = {int(explicit[k])}" for k in self.part_settings if k in explicit]
+            keep = [f"{quote_ident(k)} = {explicit[k]}" for k in self.part_settings if k in explicit]
             if keep:
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {', '.join(keep)}", context=self.context)
             if reset:
