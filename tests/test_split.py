@@ -173,3 +173,19 @@ def test_range_fd_left_unread_stops_its_feeder(tmp_path: Path) -> None:
     with ranges.range_fd(str(path), 10, 7 * ranges.PIPE_BYTES) as fd:
         assert os.read(fd, 5) == b"zzzzz"
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_byte_counts_match_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: bool) -> None:
+    """Quote and newline counts of any byte range, by buffers and (past the bar) two threads."""
+    monkeypatch.setattr(ranges, "COUNT_BUFFER", 4096)
+    monkeypatch.setattr(ranges, "COUNT_SPLIT_BYTES", 10_000 if split else 2**40)
+    rng = random.Random(7)
+    data = bytes(rng.choice(b'ab"\n,') for _ in range(100_003))
+    path = tmp_path / "bytes.csv"
+    path.write_bytes(data)
+    for start, end in [(0, len(data)), (1, 4096), (4095, 4097), (777, 90_001), (50, 50)]:
+        expected = [data[start:end].count(b'"'), data[start:end].count(b"\n")]
+        assert ranges.count_bytes(str(path), b'"\n', start, end) == expected
+    # A range past the end of a file that got shorter counts what is there.
+    assert ranges.count_bytes(str(path), b"\n", 0, len(data) + 10) == [data.count(b"\n")]

@@ -122,21 +122,20 @@ def _csv_cuts(fh: BinaryIO, wanted: list[int], size: int) -> list[int]:
     return cuts
 
 
-COUNT_WINDOW = 256 * 2**20
-"""Bytes of a file mapped at once while counting: the mapping counts in RSS while it lives."""
-COUNT_SLICE = 2**20
+COUNT_SPLIT_BYTES = 512 * 2**20
+"""Ranges at least this long are counted by two threads, a half each (numpy lets go of the GIL)."""
+COUNT_BUFFER = 2**20
+"""Bytes read at a time while counting: the buffer and the comparison's temporary stay in cache."""
 
 
 def count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
     """How often each byte of `wanted` occurs in bytes [start, end) of a file, at memory speed.
 
-    The file is mapped a window at a time and counted by numpy (10-15 GB/s from
-    the page cache, against 3-4 GB/s for `bytes.count` after a read); two
-    threads take a half each (numpy lets go of the GIL).
+    The file is read a buffer at a time and counted by numpy: 676 MB of cached CSV
+    in 0.064 s (two threads), against 0.10 s through memory-mapped windows (a page
+    fault per 4 KiB mapped) and 3-4 GB/s for `bytes.count`.
     """
-    import threading
-
-    if end - start >= 2 * COUNT_WINDOW:
+    if end - start >= COUNT_SPLIT_BYTES:
         middle = (start + end) // 2
         found: list[list[int]] = []
         worker = threading.Thread(target=lambda: found.append(_count_bytes(path, wanted, start, middle)))
@@ -148,25 +147,24 @@ def count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
 
 
 def _count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
-    import mmap
-
     import numpy as np
 
     totals = [0] * len(wanted)
-    with open(path, "rb") as fh:
-        pos = start - start % mmap.ALLOCATIONGRANULARITY
+    buffer = np.empty(COUNT_BUFFER, dtype=np.uint8)
+    view = memoryview(buffer)  # type: ignore[arg-type,unused-ignore]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = start
         while pos < end:
-            length = min(COUNT_WINDOW, end - pos)
-            with mmap.mmap(fh.fileno(), length, access=mmap.ACCESS_READ, offset=pos) as window:
-                view = np.frombuffer(window, dtype=np.uint8)[max(0, start - pos) :]
-                # A slice at a time: the comparisons' temporaries stay in cache (1.6x faster).
-                for lo in range(0, len(view), COUNT_SLICE):
-                    piece = view[lo : lo + COUNT_SLICE]
-                    for i, byte in enumerate(wanted):
-                        totals[i] += int(np.count_nonzero(piece == byte))
-                    del piece
-                del view
-            pos += length
+            got = os.preadv(fd, [view[: min(COUNT_BUFFER, end - pos)]], pos)
+            if got <= 0:
+                break  # the file got shorter: the caller's unchanged-file check tells
+            piece = buffer[:got]
+            for i, byte in enumerate(wanted):
+                totals[i] += int(np.count_nonzero(piece == byte))
+            pos += got
+    finally:
+        os.close(fd)
     return totals
 
 
