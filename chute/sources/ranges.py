@@ -152,19 +152,17 @@ def _count_bytes(path: str, wanted: bytes, start: int, end: int) -> list[int]:
     totals = [0] * len(wanted)
     buffer = np.empty(COUNT_BUFFER, dtype=np.uint8)
     view = memoryview(buffer)  # type: ignore[arg-type,unused-ignore]
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
         pos = start
         while pos < end:
-            got = os.preadv(fd, [view[: min(COUNT_BUFFER, end - pos)]], pos)
-            if got <= 0:
+            got = fh.readinto(view[: min(COUNT_BUFFER, end - pos)])
+            if not got:
                 break  # the file got shorter: the caller's unchanged-file check tells
             piece = buffer[:got]
             for i, byte in enumerate(wanted):
                 totals[i] += int(np.count_nonzero(piece == byte))
             pos += got
-    finally:
-        os.close(fd)
     return totals
 
 

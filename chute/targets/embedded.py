@@ -7,7 +7,7 @@ failed insert never leaves part of a batch in the target table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -25,6 +25,16 @@ class EmbeddedTarget:
     def __init__(self, path: str) -> None:
         self._engine = open_engine(path)
         self.path = path
+        self._merge_tree_settings: frozenset[str] | None = None
+
+    def _known(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` this engine has as MergeTree settings (read once): a setting an
+        engine version drops must not fail a load."""
+        if self._merge_tree_settings is None:
+            listed = ", ".join(quote_str(n) for n in sorted(PART_WRITER_SETTINGS))
+            found = self._engine.rows(f"SELECT name FROM system.merge_tree_settings WHERE name IN ({listed})")
+            self._merge_tree_settings = frozenset(str(r["name"]) for r in found)
+        return set(names) & self._merge_tree_settings
 
     @property
     def display_name(self) -> str:
@@ -92,9 +102,8 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
-        part_settings = {
-            k: v if isinstance(v, str) else int(v) for k, v in settings.items() if k in PART_WRITER_SETTINGS
-        }
+        known = self._known(k for k in settings if k in PART_WRITER_SETTINGS)
+        part_settings = {k: v for k, v in settings.items() if k in known}
         with Stage(
             self,
             table,

@@ -71,8 +71,10 @@ def _table_settings(ddl: str) -> dict[str, str]:
     return settings
 
 
-def _literal(value: int | str) -> str:
-    return quote_str(value) if isinstance(value, str) else str(int(value))
+def _literal(value: int | float | str) -> str:
+    if isinstance(value, str):
+        return quote_str(value)
+    return repr(value) if isinstance(value, float) and not value.is_integer() else str(int(value))
 
 
 class Stage:
@@ -86,7 +88,7 @@ class Stage:
         drop_sync: bool = True,
         hold_merges: bool = False,
         modern: bool = False,
-        part_settings: Mapping[str, int | str] | None = None,
+        part_settings: Mapping[str, int | float | str] | None = None,
         swap_if_empty: bool = False,
     ) -> None:
         self.db = db
@@ -117,14 +119,6 @@ class Stage:
                 self.target_ddl = target_ddl if target_ddl is not None and target_ddl == stage_ddl else None
             if self.part_settings:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
-                # Only those this engine has: a setting an engine drops must not fail the load.
-                names = ", ".join(quote_str(k) for k in self.part_settings)
-                known = {
-                    r["name"]
-                    for r in self.db.rows(f"SELECT name FROM system.merge_tree_settings WHERE name IN ({names})")
-                }
-                self.part_settings = {k: v for k, v in self.part_settings.items() if k in known}
-            if self.part_settings:
                 assignments = ", ".join(f"{quote_ident(k)} = {_literal(v)}" for k, v in self.part_settings.items())
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
             if self.hold_merges:
