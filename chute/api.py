@@ -1361,19 +1361,34 @@ class _Loader:
         header): right unless a value in the first half holds a newline, which the
         check before the commit finds (RowNumbersOff, and `_write_converted` loads
         the file the sorting way).
+
+        Each half gets half the workers. With one each (two cores) a half is parsed
+        by its own thread and numbered as read. With more, the engine parses each
+        half in parallel and numbers rows by `_row_number` (as a whole file parsed
+        in parallel, the first half's header mended the same way); every row
+        number is then checked before the commit. Still one sink per INSERT, so
+        still one block and one part per partition each.
         """
         header = 1 if unit.key in self.named else 0
         first_rows = newlines - header
         first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)
         second = dataclasses.replace(unit, origin=unit.key, start=cut, end=unit.size)
+        threads = max(1, self.workers // 2)
+        parallel = threads > 1
+        block = self._first_block([unit])
         settings = self._settings([unit])
         settings.pop("max_block_size", None)
+        if parallel:
+            # The segment size `block` was sized for, said rather than assumed.
+            settings["min_chunk_bytes_for_parallel_parsing"] = PARSE_SEGMENT_BYTES
+            if header and self._fill_provenance:
+                settings["max_block_size"] = block  # the first block ends inside the first segment
         settings.update(
             # The halves come from descriptors (`range_fd`), read from where they stand.
             storage_file_read_method="read",
-            max_threads=1,
+            max_threads=threads,
             max_insert_threads=1,
-            input_format_parallel_parsing=0,
+            input_format_parallel_parsing=int(parallel),
             # The second half starts with a row, not a header; the first reads as the whole file would.
             input_format_csv_detect_header=0,
             input_format_tsv_detect_header=0,
@@ -1392,16 +1407,21 @@ class _Loader:
             # The second half numbers its rows from `first_rows + 1`: right when the
             # first half read exactly `first_rows` (a newline inside one of its values
             # makes fewer). Else the numbers are checked one by one (and mended).
-            if unit.fmt.format == "JSONEachRow" or written[:1] != [first_rows]:
+            if parallel or unit.fmt.format == "JSONEachRow" or written[:1] != [first_rows]:
                 self._fix_row_numbers(stage, unit)
 
         with range_fd(unit.key, 0, cut) as first_fd, range_fd(unit.key, cut, unit.size) as second_fd:
             selects = [
-                self._select_sql([first], row_expression="rowNumberInAllBlocks() + 1", fd=first_fd),
+                self._select_sql(
+                    [first],
+                    row_expression=self._row_number(unit, True, block) if parallel else "rowNumberInAllBlocks() + 1",
+                    fd=first_fd,
+                ),
                 self._select_sql(
                     [second],
                     fmt_name=unit.fmt.format,
-                    row_expression=f"rowNumberInAllBlocks() + {first_rows + 1}",
+                    # `_row_number` counts from 0 in a half without a header, in parallel or not.
+                    row_expression=f"{'_row_number' if parallel else 'rowNumberInAllBlocks()'} + {first_rows + 1}",
                     fd=second_fd,
                 ),
             ]

@@ -5,6 +5,7 @@ The halves path starts at 64 MiB; the tests lower that bar to their small files.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -66,21 +67,33 @@ def _uuid(engine, table: str) -> str:  # type: ignore[no-untyped-def]
     return str(engine.rows(f"SELECT toString(data_paths) AS u FROM system.tables WHERE name = '{table}'")[0]["u"])
 
 
+@pytest.mark.parametrize("workers", [2, 4])
 @pytest.mark.parametrize(
     "ext,fmt", [("csv", "CSVWithNames"), ("csv", "CSV"), ("tsv", "TSVWithNames"), ("json", "JSONEachRow")]
 )
 def test_halves_load_the_rows_of_the_sorting_way(
-    tmp_path: Path, target: str, halves_on: list[str], monkeypatch: pytest.MonkeyPatch, ext: str, fmt: str
+    tmp_path: Path,
+    target: str,
+    halves_on: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    ext: str,
+    fmt: str,
+    workers: int,
 ) -> None:
+    """Two workers: a thread per half. Four: each half parsed in parallel by two, numbered by
+    `_row_number` (a headed first half mended as a whole file would be), every number checked."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / f"events.{ext}", fmt, UNSORTED.format(rows=ROWS))
     if fmt == "CSV":  # no header: the table names the columns
         for table in ("halves", "sorted"):
             _events_table(engine, table, "toYYYYMMDD(ts)", "ORDER BY id")
-    report = chute.load([str(path)], "halves", target=target, options=DAY)
+    if workers > 2:  # parallel parsing cuts a half into segments; small ones make several here
+        monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 2**18)
+    days = dataclasses.replace(DAY, workers=workers)
+    report = chute.load([str(path)], "halves", target=target, options=days)
     assert report.ok and report.rows_loaded == ROWS
-    # CSV and TSV rows as many as their newlines: no row-by-row check; JSON lines get one.
-    assert halves_on == [str(path)] + (["row check"] if fmt == "JSONEachRow" else [])
+    # Two workers: CSV and TSV rows as many as their newlines, no row-by-row check; JSON lines get one.
+    assert halves_on == [str(path)] + (["row check"] if fmt == "JSONEachRow" or workers > 2 else [])
     # Two parts per day at most: each half wrote one part per day, all right away.
     parts, partitions = _parts(engine, "halves")
     assert partitions >= 365 and partitions < parts <= 2 * partitions
@@ -94,7 +107,7 @@ def test_halves_load_the_rows_of_the_sorting_way(
     assert engine.rows("SELECT countIf(_source_row != id) AS bad FROM halves")[0]["bad"] in (0, "0")
 
     # Loaded once: a second run skips the file.
-    again = chute.load([str(path)], "halves", target=target, options=DAY)
+    again = chute.load([str(path)], "halves", target=target, options=days)
     assert again.ok and again.rows_loaded == 0
     assert int(engine.rows("SELECT count() AS n FROM halves")[0]["n"]) == ROWS
 
@@ -110,11 +123,17 @@ def _quoted_newlines_csv(path: Path, rows: int, newline_rows: set[int]) -> Path:
     return path
 
 
+@pytest.mark.parametrize("workers", [2, 4])
 @pytest.mark.parametrize("where", ["first half", "second half", "at the middle"])
-def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on: list[str], where: str) -> None:
+def test_quoted_newlines_keep_row_numbers(
+    tmp_path: Path, target: str, halves_on: list[str], monkeypatch: pytest.MonkeyPatch, where: str, workers: int
+) -> None:
     """A newline inside a value: the cut stays outside quotes, and a first half with
     one numbers its rows by what was read, or loads the sorting way. One in the
-    second half changes no number, so nothing is checked row by row."""
+    second half changes no number, so with a thread per half nothing is checked
+    row by row (halves parsed in parallel are always checked)."""
+    if workers > 2:
+        monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 2**16)
     rows = 20_000
     marks = {"first half": {10, 5000}, "second half": {15_000, 19_999}, "at the middle": set(range(9_990, 10_010))}
     path = _quoted_newlines_csv(tmp_path / "q.csv", rows, marks[where])
@@ -124,12 +143,15 @@ def test_quoted_newlines_keep_row_numbers(tmp_path: Path, target: str, halves_on
     assert data[cut - 1 : cut] == b"\n" and data[:cut].count(b'"') % 2 == 0
     engine = open_engine(target)
     _events_table(engine, "t", "toYYYYMM(ts)")
-    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=2))
+    report = chute.load([str(path)], "t", target=target, options=chute.LoadOptions(workers=workers))
     assert report.ok and report.rows_loaded == rows
     # Fewer rows than newlines in the first half: the numbers are checked one by one.
     first_half_rows = data[:cut].count(b"\n") - 1
     in_first_half = any(i <= first_half_rows for i in marks[where])
-    assert halves_on[:2] == [str(path), "row check"] if in_first_half else halves_on == [str(path)]
+    if in_first_half or workers > 2:
+        assert halves_on[:2] == [str(path), "row check"]
+    else:
+        assert halves_on == [str(path)]
     got = engine.rows(
         "SELECT count() AS c, uniqExact(id) AS u, countIf(_source_row != id) AS bad, "
         "countIf(position(who, '\n') > 0) AS multi FROM t"
