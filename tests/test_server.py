@@ -409,3 +409,60 @@ def test_the_conversion_select_takes_no_part_writer_settings(target: str) -> Non
     chosen = conversion_settings(settings, streams=2, low_cardinality=False)
     assert not set(chosen) & PART_WRITER_SETTINGS and chosen["max_threads"] == 1
     assert engine.rows("SELECT 1 AS x", chosen) == [{"x": 1}]
+
+
+def test_system_reads_ride_out_tables_dropped_meanwhile(server_url: str) -> None:
+    """18.16 fails a system.tables/system.parts read when another table is dropped while it
+    lists them (code 60 naming that table): parallel batches drop their stage tables all
+    the time, and a failed stage lookup sent a good file the slow way (seen once in CI)."""
+    import threading
+
+    from chute.targets.server import ServerTarget
+
+    tgt = ServerTarget(server_url)
+    database = server_url.rsplit("/", 1)[1]
+    tgt.execute("CREATE TABLE raw (id UInt64) ENGINE = MergeTree ORDER BY tuple()")
+    races = {"n": 0}
+    real_rows = tgt.client.rows
+
+    def counting_rows(sql, settings=None, context=""):  # type: ignore[no-untyped-def]
+        try:
+            return real_rows(sql, settings, context)
+        except TargetError as exc:
+            races["n"] += exc.code == 60
+            raise
+
+    tgt.client.rows = counting_rows  # type: ignore[method-assign]
+    stop = threading.Event()
+
+    def churn(worker: int) -> None:
+        for i in range(10**6):
+            if stop.is_set():
+                return
+            tgt.execute(f"CREATE TABLE `_chute_stage_raw_{worker}_{i}` AS raw")
+            tgt.execute(f"DROP TABLE IF EXISTS `_chute_stage_raw_{worker}_{i}`")
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    reads = 0
+    try:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            assert tgt.rows(f"SELECT engine FROM system.tables WHERE database = '{database}' AND name = 'raw'") == [
+                {"engine": "MergeTree"}
+            ]
+            tgt.rows(f"SELECT DISTINCT partition_id FROM system.parts WHERE database = '{database}' AND table = 'raw'")
+            reads += 2
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    print(f"{reads} system reads, {races['n']} listing races ridden out")
+    # A table that is really missing still fails at once (one try each), with its code.
+    before = races["n"]
+    for sql in ("SELECT * FROM system.no_such_table", "SELECT * FROM no_such_table"):
+        with pytest.raises(TargetError) as missing:
+            tgt.rows(sql)
+        assert missing.value.code == 60
+    assert races["n"] == before + 2

@@ -8,6 +8,7 @@ Native` over several connections. Memory stays bounded: one block at a time.
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -33,6 +34,11 @@ SERVER_FORMAT_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimi
 
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
+# A system-table read on servers before 19.x fails when another table goes away while
+# it is listed (ClickHouse issue 3982): read again. The missing table is someone else's.
+_VANISHED_TABLE = re.compile(r"Table (\S+) doesn't exist")
+_SYSTEM_READ = re.compile(r"\bFROM\s+system\.", re.IGNORECASE)
+SYSTEM_READ_ATTEMPTS = 6
 MUTATION_TIMEOUT_SECONDS = 600
 
 
@@ -66,6 +72,18 @@ def _with_retries(write: Callable[[], dict[str, int]]) -> dict[str, int]:
                 raise
             time.sleep(BACKOFF_SECONDS * 2**attempt)
     raise AssertionError("unreachable")
+
+
+def _listing_race(sql: str, exc: TargetError) -> bool:
+    """A system-table read that failed on a table dropped while it was listed (not a
+    missing system table): 18.16 lists every table of a database, then looks each up."""
+    vanished = _VANISHED_TABLE.search(str(exc))
+    return (
+        exc.code == 60
+        and _SYSTEM_READ.search(sql) is not None
+        and vanished is not None
+        and not vanished.group(1).strip("`.").startswith("system.")
+    )
 
 
 class ServerTarget:
@@ -120,7 +138,14 @@ class ServerTarget:
         return StatementResult(0, 0, 0.0)
 
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
-        return self.client.rows(sql, settings, context)
+        for attempt in range(SYSTEM_READ_ATTEMPTS):
+            try:
+                return self.client.rows(sql, settings, context)
+            except TargetError as exc:
+                if attempt == SYSTEM_READ_ATTEMPTS - 1 or not _listing_race(sql, exc):
+                    raise
+                time.sleep(0.02 * 2**attempt)
+        raise AssertionError("unreachable")
 
     def text(self, sql: str, fmt: str, context: str = "") -> str:
         return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)
