@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -39,6 +39,7 @@ from chute.errors import (
     UsageError,
 )
 from chute.ledger import Ledger, LedgerEntry
+from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
 from chute.schema import (
@@ -457,6 +458,8 @@ class _Loader:
         """Files whose row numbers came out wrong under parallel parsing: read by one thread."""
         self.unhalved: set[str] = set()
         """Files whose halves failed (numbers off, bad rows, a value cut in two): read the sorting way."""
+        self.nulls = NullSearches()
+        """Local CSV/TSV files (or ranges) searched for the engine's NULL, `\\N` (see chute.nullcheck)."""
         self.single_batch = False
         """The load is one batch: nothing else writes the table while it commits."""
         self.tolerant_tried: set[str] = set()
@@ -938,6 +941,35 @@ class _Loader:
             settings["max_block_size"] = self._first_block(batch)
         return settings
 
+    def _null_places(self, batch: list[Unit]) -> list[Place] | None:
+        """The batch's bytes, where all are local uncompressed CSV/TSV (see chute.nullcheck)."""
+        places = []
+        for unit in batch:
+            path = unit.origin or unit.key
+            if unit.fmt.format not in CHECKED_FORMATS or unit.fmt.compression != "none" or "://" in path:
+                return None
+            places.append((path, unit.start, unit.end if unit.is_range else unit.size, unit.identity))
+        return places
+
+    def _null_check_off(self, batch: list[Unit], settings: dict[str, str | int | float]) -> bool:
+        """Turn the engine's NULL check off for this INSERT where the bytes allow (chute.nullcheck)."""
+        off = self.nulls.check_off(self._null_places(batch))
+        if off:
+            settings["input_format_null_as_default"] = 0
+        return off
+
+    @contextlib.contextmanager
+    def _nulls_guard(self, batch: list[Unit], check_off: bool) -> Iterator[None]:
+        """A failed INSERT read with the NULL check off, of a file that holds `\\N`: NullsInFile."""
+        try:
+            yield
+        except NullsInFile:
+            raise
+        except ChuteError as exc:
+            if check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
+                raise NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults") from exc
+            raise
+
     def _insert_block_bytes(self, batch: list[Unit], threads: int) -> int:
         """Bytes per written part: within the memory budget, and small enough that
         each insert thread writes a part or two while the readers still parse.
@@ -988,11 +1020,13 @@ class _Loader:
         widest = max((self.line_bytes.get(u.key, 1.0) for u in batch), default=1.0)
         return max(64, min(ROW_FIX_BLOCK, int(PARSE_SEGMENT_BYTES / widest / 2)))
 
-    def _unchanged_check(self, batch: list[Unit], fix_rows: bool = False) -> CommitCheck:
+    def _unchanged_check(self, batch: list[Unit], fix_rows: bool = False, null_check_off: bool = False) -> CommitCheck:
         def check(stage: TableName | None, _counts: dict[str, int]) -> None:
             for unit in batch:
                 if not self.source.unchanged(unit):
                     raise SourceError(f"{unit.key}: changed or removed during the load; run again to load it")
+            if null_check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
+                raise NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults")
             if fix_rows and stage is not None:
                 for unit in batch:
                     self._fix_row_numbers(stage, unit)
@@ -1291,12 +1325,20 @@ class _Loader:
         return [f"SELECT * FROM ({select}) ORDER BY {self.partition_key}" for select in selects]
 
     def _write_converted(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        try:
+            return self._write_converted_planned(batch, by_source)
+        except NullsInFile:
+            # Read with the NULL check off, and a `\\N` turned up: the search has its verdict
+            # now, so the same plan reads the file with the check on.
+            return self._write_converted_planned(batch, by_source)
+
+    def _write_converted_planned(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
         halves = self._halves(batch)
         if halves is not None:
             try:
                 return self._write_halves(batch[0], *halves, by_source=by_source)
             except ChuteError as exc:
-                if not exc.terminal or isinstance(exc, OutOfSpace):
+                if not exc.terminal or isinstance(exc, (OutOfSpace, NullsInFile)):
                     raise
                 # Numbers off, bad rows, or a cut inside a value (a JSON object over several
                 # lines): the whole file the usual way, which mends or reports what is wrong.
@@ -1311,17 +1353,21 @@ class _Loader:
 
     def _write_converted_once(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
         settings = self._settings(batch)
+        check_off = self._null_check_off(batch, settings)
         selects = self._grouped(self._selects(batch), settings)
-        return self.target.write_batch(
-            self.table,
-            self._insert_columns(),
-            selects,
-            settings,
-            count_by_source=by_source,
-            context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
-            before_commit=self._unchanged_check(batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch)),
-            swap_if_empty=self.single_batch,
-        )
+        with self._nulls_guard(batch, check_off):
+            return self.target.write_batch(
+                self.table,
+                self._insert_columns(),
+                selects,
+                settings,
+                count_by_source=by_source,
+                context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+                before_commit=self._unchanged_check(
+                    batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch), null_check_off=check_off
+                ),
+                swap_if_empty=self.single_batch,
+            )
 
     def _halves(self, batch: list[Unit]) -> tuple[int, int] | None:
         """(cut, newlines before it) when one big file into a partitioned table loads as two halves.
@@ -1378,6 +1424,7 @@ class _Loader:
         block = self._first_block([unit])
         settings = self._settings([unit])
         settings.pop("max_block_size", None)
+        check_off = self._null_check_off([unit], settings)
         if parallel:
             # The segment size `block` was sized for, said rather than assumed.
             settings["min_chunk_bytes_for_parallel_parsing"] = PARSE_SEGMENT_BYTES
@@ -1397,7 +1444,7 @@ class _Loader:
             min_insert_block_size_bytes=2**62,
             max_partitions_per_insert_block=0,
         )
-        unchanged = self._unchanged_check([unit])
+        unchanged = self._unchanged_check([unit], null_check_off=check_off)
         written: list[int] = []
 
         def check(stage: TableName | None, counts: dict[str, int]) -> None:
@@ -1425,18 +1472,19 @@ class _Loader:
                     fd=second_fd,
                 ),
             ]
-            counts = self.target.write_batch(
-                self.table,
-                self._insert_columns(),
-                selects,
-                settings,
-                count_by_source=False,  # one file: its rows are the stage's rows
-                context=unit.key,
-                before_commit=check,
-                concurrent=True,
-                swap_if_empty=self.single_batch,
-                written=written,
-            )
+            with self._nulls_guard([unit], check_off):
+                counts = self.target.write_batch(
+                    self.table,
+                    self._insert_columns(),
+                    selects,
+                    settings,
+                    count_by_source=False,  # one file: its rows are the stage's rows
+                    context=unit.key,
+                    before_commit=check,
+                    concurrent=True,
+                    swap_if_empty=self.single_batch,
+                    written=written,
+                )
         return {unit.source_name: sum(counts.values())} if by_source else counts
 
     def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: _Plan) -> None:
