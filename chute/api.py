@@ -963,8 +963,8 @@ class _Loader:
         """A failed INSERT read with the NULL check off, of a file that holds `\\N`: NullsInFile."""
         try:
             yield
-        except NullsInFile:
-            raise
+        except (NullsInFile, CommitUncertain):
+            raise  # (a commit was begun: the search had found nothing by then)
         except ChuteError as exc:
             if check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
                 raise NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults") from exc
