@@ -139,3 +139,28 @@ def test_search_finds_the_marker_anywhere(tmp_path: Path, monkeypatch: pytest.Mo
         path.write_bytes(bytes(data))
         for start, end in [(0, len(data)), (1, 4097), (4095, 4097), (len(data) // 3, len(data))]:
             assert nullcheck.free_of_null_marker(str(path), start, end) == (b"\\N" not in data[start:end])
+
+
+@pytest.mark.parametrize("nulls", ["none", "late, text", "late, number"])
+def test_into_a_server_the_rows_are_the_engines_own_reading(
+    tmp_path: Path, target: str, server_url: str, monkeypatch: pytest.MonkeyPatch, null_checks: list[bool], nulls: str
+) -> None:
+    """The local engine converts with the check off; a late `\\N` reads the file again, on the server too."""
+    from .test_server import server_query
+
+    monkeypatch.setattr(nullcheck, "HEAD_BYTES", 4096)
+    text_nulls, number_nulls = NULLS[nulls]
+    path = _events(tmp_path / "events.csv", "CSV", text_nulls, number_nulls)
+    server_query(
+        server_url,
+        f"CREATE TABLE events ({STRUCTURE}, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    report = chute.load([str(path)], "events", target=server_url)
+    assert report.ok and report.rows_loaded == ROWS and report.rows_rejected == 0
+    assert null_checks == ([True] if nulls == "none" else [True, False])
+    summary = "SELECT count(), sum(id), sum(length(who)), countIf(who = ''), countIf(n = 0), sum(n), sum(toUInt32(ts))"
+    own = open_engine(target).text(
+        f"{summary} FROM file({quote_str(str(path))}, 'CSVWithNames', {quote_str(STRUCTURE)})", fmt="TSV"
+    )
+    assert server_query(server_url, f"{summary} FROM events FORMAT TSV") == own
