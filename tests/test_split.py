@@ -189,3 +189,36 @@ def test_byte_counts_match_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert ranges.count_bytes(str(path), b'"\n', start, end) == expected
     # A range past the end of a file that got shorter counts what is there.
     assert ranges.count_bytes(str(path), b"\n", 0, len(data) + 10) == [data.count(b"\n")]
+
+
+def test_csv_cuts_match_a_byte_by_byte_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cut after each wanted offset is the first newline outside quotes, also where quoted
+    fields span several scan blocks and count buffers."""
+    monkeypatch.setattr(ranges, "SCAN_CHUNK", 512)
+    monkeypatch.setattr(ranges, "COUNT_BUFFER", 300)
+    rng = random.Random(5)
+
+    def walk(data: bytes, wanted: list[int]) -> list[int]:
+        cuts: list[int] = []
+        for goal in wanted:
+            if cuts and goal < cuts[-1]:
+                continue
+            odd = data.count(b'"', 0, goal) % 2
+            for i in range(goal, len(data)):
+                if data[i] == ord('"'):
+                    odd ^= 1
+                elif data[i] == ord("\n") and not odd:
+                    cuts.append(i + 1)
+                    break
+        return cuts
+
+    path = tmp_path / "q.csv"
+    for _ in range(30):
+        fields = [
+            rng.choice([b"a", b'"x,y"', b'"q""q"', b'"line\nline"', b'"' + b"\n" * rng.randrange(1, 900) + b'"'])
+            for _ in range(rng.randrange(50, 400))
+        ]
+        data = b"".join(f + rng.choice([b",", b"\n"]) for f in fields)
+        path.write_bytes(data)
+        wanted = sorted(rng.sample(range(len(data)), min(len(data), 12)))
+        assert ranges._csv_cuts(str(path), wanted, len(data)) == walk(data, wanted)

@@ -43,10 +43,10 @@ def split_points(path: str, fmt: str, size: int, target: int) -> list[tuple[int,
         return [(0, size)]
     wanted = list(range(target, size, target))
     cuts: list[int] = []
-    with open(path, "rb") as fh:
-        if fmt == "CSV":
-            cuts = _csv_cuts(fh, wanted, size)
-        else:
+    if fmt == "CSV":
+        cuts = _csv_cuts(path, wanted, size)
+    else:
+        with open(path, "rb") as fh:
             for offset in wanted:
                 if cuts and offset < cuts[-1]:
                     continue
@@ -89,36 +89,32 @@ def _row_end(block: bytes, start: int, parity: int) -> int | None:
         search = nl + 1
 
 
-def _csv_cuts(fh: BinaryIO, wanted: list[int], size: int) -> list[int]:
-    """Cuts for CSV: the first newline outside quotes after each wanted offset."""
+def _csv_cuts(path: str, wanted: list[int], size: int) -> list[int]:
+    """Cuts for CSV: the first newline outside quotes after each wanted offset.
+
+    The quote state at an offset is the parity of the quotes before it, counted
+    by numpy (`count_bytes`) between one offset and the next: the 76 cuts of
+    the 4.7 GB P5 CSV in memory took 2.6 s with `bytes.count` over every block.
+    """
     cuts: list[int] = []
-    quotes = 0  # quotes before `pos`
-    pos = 0
-    fh.seek(0)
-    targets = iter(wanted)
-    goal = next(targets, None)
-    while goal is not None and pos < size:
-        block = fh.read(SCAN_CHUNK)
-        if not block:
-            break
-        end = pos + len(block)
-        while goal is not None and goal < end:
+    quotes = 0  # quotes before `counted`
+    counted = 0
+    with open(path, "rb") as fh:
+        for goal in wanted:
             if cuts and goal < cuts[-1]:
-                goal = next(targets, None)
                 continue
-            local = goal - pos
-            found = _row_end(block, local, (quotes + block.count(b'"', 0, local)) % 2)
-            cut = None if found is None else pos + found
-            if cut is None:
-                # No row ends in the rest of this block: look on from the next block's start.
-                goal = end
-                break
-            cuts.append(cut)
-            goal = next(targets, None)
-        quotes += block.count(b'"')
-        pos = end
-        if goal is not None and goal < pos:
-            goal = pos
+            while goal < size:
+                quotes += count_bytes(path, b'"', counted, goal)[0]
+                counted = goal
+                fh.seek(goal)
+                block = fh.read(SCAN_CHUNK)
+                if not block:
+                    return cuts
+                found = _row_end(block, 0, quotes % 2)
+                if found is not None:
+                    cuts.append(goal + found)
+                    break
+                goal += len(block)  # no row ends in this block: look on from its end
     return cuts
 
 
