@@ -164,3 +164,23 @@ def test_into_a_server_the_rows_are_the_engines_own_reading(
         f"{summary} FROM file({quote_str(str(path))}, 'CSVWithNames', {quote_str(STRUCTURE)})", fmt="TSV"
     )
     assert server_query(server_url, f"{summary} FROM events FORMAT TSV") == own
+
+
+@pytest.mark.parametrize("where", ["first file", "a later file", "nowhere"])
+def test_a_batch_of_files_is_searched_from_its_first_mib(
+    tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch, null_checks: list[bool], where: str
+) -> None:
+    """Only the batch's first bytes are read before its INSERT (files on disk are not read twice in a
+    row); a `\\N` in a later file is found while the engine reads, and the batch reads again."""
+    monkeypatch.setattr(nullcheck, "HEAD_BYTES", 4096)
+    paths = []
+    for i in range(6):
+        nulls = {5, 300} if (where, i) in (("first file", 0), ("a later file", 4)) else set()
+        paths.append(_events(tmp_path / f"part{i}.csv", "CSV", set(), nulls))
+    engine = open_engine(target)
+    engine.execute(f"CREATE TABLE events ({STRUCTURE}, {PROVENANCE}) ENGINE = MergeTree ORDER BY tuple()")
+    report = chute.load([str(tmp_path)], "events", target=target, options=chute.LoadOptions(workers=2))
+    assert report.ok and report.rows_loaded == 6 * ROWS and report.rows_rejected == 0
+    assert null_checks == {"first file": [False], "a later file": [True, False], "nowhere": [True]}[where]
+    own = f"file({quote_str(str(tmp_path / 'part*.csv'))}, 'CSVWithNames', {quote_str(STRUCTURE)})"
+    assert engine.rows(SAME.format(source="events")) == engine.rows(SAME.format(source=own))
