@@ -39,7 +39,7 @@ from chute.errors import (
     UsageError,
 )
 from chute.ledger import Ledger, LedgerEntry
-from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place
+from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place, scalar_type
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
 from chute.schema import (
@@ -952,8 +952,9 @@ class _Loader:
         return places
 
     def _null_check_off(self, batch: list[Unit], settings: dict[str, str | int | float]) -> bool:
-        """Turn the engine's NULL check off for this INSERT where the bytes allow (chute.nullcheck)."""
-        off = self.nulls.check_off(self._null_places(batch))
+        """Turn the engine's NULL check off for this INSERT where the bytes and types allow (chute.nullcheck)."""
+        scalar = all(scalar_type(c.type) for c in self._input_columns())
+        off = scalar and self.nulls.check_off(self._null_places(batch))
         if off:
             settings["input_format_null_as_default"] = 0
         return off

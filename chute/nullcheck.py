@@ -6,7 +6,8 @@ default (`input_format_null_as_default`, on by default). That try is a quarter
 of the parse: 27% of the CPU for the P4 CSV, 25% for TSV (13% for JSON lines,
 whose `null` is a word that string values hold too: left as it is).
 
-A file without the two bytes `\\N` reads the same either way. So a batch's
+A file without the two bytes `\\N` reads the same either way, into columns
+of scalar types (`scalar_type`; in nested ones `NULL` is a NULL too). So a batch's
 first MiB is searched before its INSERT (a file with NULLs mostly shows one
 there, and then never reads with the check off), and the rest while the
 engine reads it: the search runs ahead of the engine at memory or disk speed,
@@ -18,6 +19,7 @@ the load reads the file again with it on (`NullsInFile`).
 
 from __future__ import annotations
 
+import re
 import threading
 
 from chute.errors import TargetError
@@ -29,12 +31,29 @@ HEAD_BYTES = 2**20
 """Searched before the INSERT starts: the first bytes of a batch (its first file's, or the first files')."""
 CHECKED_FORMATS = frozenset({"CSV", "TSV"})
 
+SCALAR_TYPE = re.compile(
+    r"(U?Int\d+|Float\d+|BFloat16|Decimal\d*|String|FixedString|Date|Date32|DateTime|DateTime64|UUID|IPv4|IPv6"
+    r"|Enum8|Enum16|Bool)(\(.*\))?",
+    re.S,
+)
+"""Types whose text has no NULL but `\\N`. Inside an Array, Tuple or Map, `NULL` is a NULL as
+well (`[1,NULL]`): with the check off such a row fails instead of getting a default."""
+
 Place = tuple[str, int, int, str]
 """A file's bytes [start, end) and its identity (size and mtime): a file or a range of one."""
 
 
 class NullsInFile(TargetError):
     """Rows read with the engine's NULL check off, from a file that holds `\\N`: read it again with the check on."""
+
+
+def scalar_type(type_name: str) -> bool:
+    """Whether a column of this type reads a NULL only from `\\N` (see SCALAR_TYPE)."""
+    name = type_name.strip()
+    for wrapper in ("LowCardinality(", "Nullable("):
+        if name.startswith(wrapper) and name.endswith(")"):
+            name = name[len(wrapper) : -1].strip()
+    return SCALAR_TYPE.fullmatch(name) is not None
 
 
 def free_of_null_marker(path: str, start: int, end: int) -> bool:

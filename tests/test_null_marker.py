@@ -184,3 +184,24 @@ def test_a_batch_of_files_is_searched_from_its_first_mib(
     assert null_checks == {"first file": [False], "a later file": [True, False], "nowhere": [True]}[where]
     own = f"file({quote_str(str(tmp_path / 'part*.csv'))}, 'CSVWithNames', {quote_str(STRUCTURE)})"
     assert engine.rows(SAME.format(source="events")) == engine.rows(SAME.format(source=own))
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "TSV"])
+def test_nested_columns_keep_the_check(tmp_path: Path, target: str, null_checks: list[bool], fmt: str) -> None:
+    """In an Array, Tuple or Map, `NULL` is a NULL too (no `\\N` needed): such tables keep the check."""
+    sep = "," if fmt == "CSV" else "\t"
+    quote = '"' if fmt == "CSV" else ""
+    path = tmp_path / f"nested.{fmt.lower()}"
+    rows = [sep.join(["id", "xs", "m"])]
+    rows += [sep.join([str(i), f"{quote}[{i},NULL]{quote}", f"{quote}{{'k':NULL}}{quote}"]) for i in range(1, 101)]
+    path.write_text("\n".join(rows) + "\n")
+    engine = open_engine(target)
+    engine.execute(
+        f"CREATE TABLE nested (id UInt64, xs Array(Int64), m Map(String, Int64), {PROVENANCE}) "
+        "ENGINE = MergeTree ORDER BY id"
+    )
+    report = chute.load([str(path)], "nested", target=target)
+    assert report.ok and report.rows_loaded == 100 and report.rows_rejected == 0
+    assert null_checks == [False]
+    got = engine.rows("SELECT countIf(xs[2] = 0 AND m['k'] = 0) AS defaults, sum(xs[1]) AS s FROM nested")[0]
+    assert (int(got["defaults"]), int(got["s"])) == (100, 5050)
