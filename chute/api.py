@@ -967,9 +967,16 @@ class _Loader:
         except (NullsInFile, CommitUncertain):
             raise  # (a commit was begun: the search had found nothing by then)
         except ChuteError as exc:
-            if check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
-                raise NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults") from exc
+            nulls = self._nulls_read_with_check_off(batch, check_off)
+            if nulls is not None:
+                raise nulls from exc
             raise
+
+    def _nulls_read_with_check_off(self, batch: list[Unit], check_off: bool) -> NullsInFile | None:
+        """NullsInFile when the batch was read with the NULL check off and holds `\\N` (waits for the search)."""
+        if check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
+            return NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults")
+        return None
 
     def _insert_block_bytes(self, batch: list[Unit], threads: int) -> int:
         """Bytes per written part: within the memory budget, and small enough that
@@ -1026,8 +1033,9 @@ class _Loader:
             for unit in batch:
                 if not self.source.unchanged(unit):
                     raise SourceError(f"{unit.key}: changed or removed during the load; run again to load it")
-            if null_check_off and self.nulls.holds_nulls(self._null_places(batch) or []):
-                raise NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults")
+            nulls = self._nulls_read_with_check_off(batch, null_check_off)
+            if nulls is not None:
+                raise nulls
             if fix_rows and stage is not None:
                 for unit in batch:
                     self._fix_row_numbers(stage, unit)
