@@ -14,9 +14,11 @@ import dataclasses
 import datetime
 import functools
 import os
+import random
 import re
 import resource
 import tempfile
+import threading
 import time
 import urllib.parse
 import uuid
@@ -27,7 +29,8 @@ from typing import Any, NamedTuple
 
 from chute.capabilities import Capabilities
 from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
-from chute.engine import MEMORY
+from chute.claims import DEFAULT_LEASE_SECONDS, ClaimLost, Claims
+from chute.engine import MEMORY, say_doing
 from chute.errors import (
     ChuteError,
     CommitUncertain,
@@ -197,6 +200,12 @@ class LoadOptions:
     the largest value loaded before."""
     memory_limit: int = field(default_factory=lambda: default_memory_limit())
     """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
+    worker_id: str | None = None
+    """How this process is named in the claims of a server target (default: host:pid); see
+    docs/concurrency.md."""
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    """How long a claim lives without a heartbeat: a worker that died holds its units this long
+    (a dead process on this host holds them not at all)."""
     split_bytes: int | None = None
     """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
     about this size, each its own unit (resumable mid-file, memory bounded by the range).
@@ -235,6 +244,17 @@ def _partitioned(meta: dict[str, Any] | None) -> bool:
 
 class _Unreconciled(Exception):
     """A dirty batch whose skipped records cannot be told apart for sure: careful pass instead."""
+
+
+def _rotated(batches: list[list[Unit]]) -> list[list[Unit]]:
+    """The batches from a random one on, where several workers may take the same job: each
+    starts elsewhere, so they rarely want the same unit at once. A file's byte ranges stay
+    in order (a rotation starts at a whole file or a file's first range)."""
+    starts = [i for i, b in enumerate(batches) if not b[0].is_range or b[0].start == 0]
+    if len(starts) < 2:
+        return batches
+    at = random.choice(starts)
+    return batches[at:] + batches[:at]
 
 
 def _origin(unit: Unit) -> str:
@@ -301,6 +321,7 @@ def load(
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     if opts.cluster is not None and getattr(tgt, "address", None) is None:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
+    say_doing(f"loading {table_name}")
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
     latest = ledger.latest() if ledger.exists() else {}
@@ -473,6 +494,12 @@ class _Loader:
         self.provenance_as_data = False
         """Input files carry columns named like provenance (a chute export): read them as data."""
         self.report = LoadReport(self.load_id, str(table), target.display_name)
+        self.claims: Claims | None = None
+        """Where other workers may load the same table (a server), the claims that keep each
+        unit to one of them; None for an embedded directory (its one process is alone)."""
+        self.waiting: dict[str, Unit] = {}
+        """Units another worker held when this one wanted them: looked at again at the end."""
+        self._waiting_lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------
 
@@ -487,7 +514,11 @@ class _Loader:
         if self.table.database:
             self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.table.database)}")
         self.ledger.ensure()
-        self.target.prepare(self.table)
+        if self.target.shared:
+            self.claims = Claims(self.target, self.table, self.opts.worker_id, self.opts.lease_seconds)
+            self.claims.ensure()
+            self.target.guard_commits(self.claims.load, self.claims.guard)
+        self._drop_stale_stages()
         self.ledger_latest = self.ledger.latest() if latest is None else latest
         for unit in units:
             if unit.is_range:
@@ -705,26 +736,140 @@ class _Loader:
             )
         ready = [u for u in plan.load if self._precheck(u, plan)]
         batches = self._batches(ready)
-        self.single_batch = len(batches) == 1
+        self.single_batch = len(batches) == 1 and self.claims is None
         # Files passed through go one per request: as many at once as the target takes.
         streams = self.target.parallel_streams if batches and all(self._pass_through(b) for b in batches) else 1
         done: list[Unit] = []
+        done_lock = threading.Lock()
 
         def one(batch: list[Unit]) -> None:
-            self._load_batch(batch, plan)
-            self._run_deferred(plan)
-            done.extend(batch)
-            if self.progress:
-                loaded = [plan.results[u.key] for u in done]
-                self.progress(len(done), sum(r.rows_loaded for r in loaded), sum(u.size for u in done))
+            if self.claims is not None:
+                batch = self._claimed(batch, plan)
+            try:
+                if batch:
+                    self._load_batch(batch, plan)
+                    self._run_deferred(plan)
+            except ClaimLost as exc:
+                self._note(f"{exc}: left to it")
+                self._wait_for([u for u in batch if plan.results[u.key].state != "loaded"])
+            finally:
+                if self.claims is not None:
+                    self.claims.release(u.key for u in batch)
+            batch = [u for u in batch if u.key not in self.waiting]
+            with done_lock:
+                done.extend(batch)
+                if self.progress:
+                    loaded = [plan.results[u.key] for u in done]
+                    self.progress(len(done), sum(r.rows_loaded for r in loaded), sum(u.size for u in done))
 
-        if streams == 1:
-            for batch in batches:
-                one(batch)
+        with self.claims.heartbeat() if self.claims is not None else contextlib.nullcontext():
+            if self.claims is not None:
+                batches = _rotated(batches)
+            if streams == 1:
+                for batch in batches:
+                    one(batch)
+            else:
+                with ThreadPoolExecutor(streams) as pool:
+                    for future in [pool.submit(one, b) for b in batches]:
+                        future.result()
+            self._load_waiting(one)
+        if self.claims is not None:
+            self._drop_stale_stages()  # a worker killed meanwhile left its stage behind
+
+    def _drop_stale_stages(self) -> None:
+        """Stage tables of runs that ended without dropping them (killed): all of them, or
+        where others may load now, those of workers that hold no live claim."""
+        claims = self.claims
+        if claims is None:
+            self.target.prepare(self.table)
             return
-        with ThreadPoolExecutor(streams) as pool:
-            for future in [pool.submit(one, b) for b in batches]:
-                future.result()
+        self.target.prepare(self.table, lambda: {h.token.split(".", 1)[0] for h in claims.all_live()})
+
+    def _wait_for(self, units: Sequence[Unit]) -> None:
+        with self._waiting_lock:
+            for unit in units:
+                self.waiting[unit.key] = unit
+
+    def _claimed(self, batch: list[Unit], plan: _Plan) -> list[Unit]:
+        """The units of `batch` this worker now holds and still has to load.
+
+        Units another worker holds wait for the end. The ledger is read again for
+        the rest: another worker may have loaded them since the plan was made, or
+        died while loading them (then they are repaired: their rows removed first).
+        """
+        assert self.claims is not None
+        won, _busy = self.claims.claim([u.key for u in batch])
+        mine = set(won)
+        self._wait_for([u for u in batch if u.key not in mine])
+        with self._waiting_lock:
+            for key in mine:
+                self.waiting.pop(key, None)
+        units = [u for u in batch if u.key in mine]
+        fresh = self.ledger.latest([u.key for u in units])
+        load: list[Unit] = []
+        settled: list[str] = []
+        for unit in units:
+            entry, earlier = fresh.get(unit.key), self.ledger_latest.get(unit.key)
+            if entry is not None:
+                self.ledger_latest[unit.key] = entry
+            changed_here = entry is not None and (earlier is None or earlier.seq != entry.seq)
+            if entry is None:
+                load.append(unit)
+            elif entry.state == "done" and entry.identity == unit.identity:
+                settled.append(unit.key)  # loaded, by another worker since the plan if changed_here
+                plan.results[unit.key].state = "skipped"
+            elif entry.state == "done" and not changed_here:
+                load.append(unit)  # changed since it was loaded; the plan said reload
+            elif entry.state == "failed" and changed_here:
+                settled.append(unit.key)  # another worker failed it during this run: not again
+                result = plan.results[unit.key]
+                result.state, result.error = "failed", entry.error
+                result.rows_rejected = entry.rows_rejected
+            elif entry.state == "done":
+                settled.append(unit.key)  # loaded again by another worker in this run
+            else:
+                plan.replace.add(unit.key)  # started by a worker that is gone, or failed before
+                load.append(unit)
+        for unit in list(load):
+            if unit.is_range and not self._earlier_ranges_done(unit):
+                load.remove(unit)
+                settled.append(unit.key)
+                self._wait_for([unit])
+        self.claims.release(settled)
+        return load
+
+    def _earlier_ranges_done(self, unit: Unit) -> bool:
+        """Whether the ranges before `unit` of its file are all loaded (read afresh): a
+        range numbers its rows after theirs, so it waits while another worker loads them."""
+        earlier = [r.key for r in self.ranges_of.get(unit.origin, []) if r.start < unit.start]
+        if not earlier:
+            return True
+        fresh = self.ledger.latest(earlier)
+        self.ledger_latest.update(fresh)
+        if all(k in fresh and fresh[k].state == "done" for k in earlier):
+            return True
+        # Failed for good, or nobody's: the range goes on, and `_place_range` says why it cannot load.
+        assert self.claims is not None
+        held = self.claims.holders(earlier)
+        return not held and not any(k in self.waiting for k in earlier)
+
+    def _load_waiting(self, one: Callable[[list[Unit]], None]) -> None:
+        """Units other workers held: done when they are done; taken over when their claims end."""
+        if self.claims is None:
+            return
+        rng = random.Random()
+        while self.waiting:
+            with self._waiting_lock:
+                waiting = sorted(self.waiting.values(), key=lambda u: (u.origin, u.start, u.key))
+            held = self.claims.holders([u.key for u in waiting])
+            free = [u for u in waiting if u.key not in held]
+            if free:
+                for batch in self._batches(free):
+                    one(batch)
+                if len(self.waiting) < len(waiting):
+                    continue
+            # Nothing moved: wait a moment (apart from other workers) before looking again.
+            time.sleep(min(1.0, self.opts.lease_seconds / 10) * rng.uniform(0.5, 1.5))
 
     def _precheck(self, unit: Unit, plan: _Plan) -> bool:
         """Per-file checks that need no row parsing; a failure marks the unit failed."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from chute import __version__
 from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
+from chute.claims import DEFAULT_LEASE_SECONDS
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query, status
 from chute.report import LoadReport, render_text
@@ -48,6 +49,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
     p.add_argument("--delimiter", help="CSV field delimiter")
     p.add_argument("--workers", type=int, help="engine threads (default: all cores)")
+    p.add_argument(
+        "--worker-id",
+        "--workers-id",
+        dest="worker_id",
+        metavar="NAME",
+        help="this process's name in the claims of a server target, where several chute processes share "
+        "one job (default host:pid)",
+    )
+    p.add_argument(
+        "--lease-seconds",
+        type=int,
+        default=DEFAULT_LEASE_SECONDS,
+        help=f"how long a claim of a worker that stopped answering holds its files (default {DEFAULT_LEASE_SECONDS})",
+    )
     p.add_argument("--order-by", default="tuple()", help="ORDER BY of a new table (default tuple())")
     p.add_argument("--partition-by", help="PARTITION BY of a new table")
     p.add_argument("--no-provenance", action="store_true", help="no _source/_source_mtime/_source_row/_load_id")
@@ -226,6 +241,8 @@ def _load(args: argparse.Namespace) -> int:
         split_by=args.split_by,
         where=args.where,
         cursor=args.cursor,
+        worker_id=args.worker_id,
+        lease_seconds=args.lease_seconds,
     )
     if args.memory_limit:
         options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
@@ -496,6 +513,12 @@ def _status(args: argparse.Namespace) -> int:
             r["last_error"][:80],
         )
     Console(soft_wrap=False).print(table)
+    claimed = [r for r in rows if r.get("claimed_by")]
+    if claimed:
+        claims = Table("worker", "source", "claimed since", "lease ends", title="live claims (loading now)")
+        for r in claimed:
+            claims.add_row(r["claimed_by"], r["source"], r["claimed_since"], r["lease_end"])
+        Console(soft_wrap=False).print(claims)
     return EXIT_OK
 
 

@@ -7,9 +7,11 @@ share it and may run statements at the same time from different threads.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +58,7 @@ class Engine:
         import chdb  # imported late: loading the engine takes a moment
 
         self.path = path
+        self._holder: DirectoryLock | None = None
         if path != MEMORY:
             _check_writable(path)
         with Engine._lock:
@@ -64,10 +67,14 @@ class Engine:
                     f"this process already uses the embedded database {Engine._open_path!r}; "
                     "chDB holds one database directory per process"
                 )
+            if path != MEMORY:
+                self._holder = DirectoryLock.take(path)
             try:
                 # A config file is read once, when the first connection starts the engine.
                 self._conn = chdb.connect(f"{path}?config-file={config_file}" if config_file else path)
             except Exception as exc:
+                if self._holder is not None:
+                    self._holder.release()
                 raise translate_engine_error(exc, f"cannot open embedded database {path}") from exc
             Engine._open_path = path
         self._local = threading.local()
@@ -140,8 +147,79 @@ class Engine:
             self._conn.close()
         with Engine._lock:
             Engine._open_path = None
+        if self._holder is not None:
+            self._holder.release()
+            self._holder = None
         if _engines.get(self.path) is self:
             del _engines[self.path]
+
+
+LOCK_FILE = ".chute-lock"
+
+
+class DirectoryBusy(UsageError):
+    """Another chute process holds the embedded database directory."""
+
+
+class DirectoryLock:
+    """chute's own lock on an embedded database directory, taken before the engine opens it.
+
+    The engine locks the directory too, but says so in two raw lines; this lock
+    names the process that holds the directory and what it does there. The
+    file keeps `pid`, `doing` and `since` in JSON; the lock (flock) ends with the
+    process, however it ends, so a crash never leaves the directory locked.
+    """
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.since = time.time()
+
+    @classmethod
+    def take(cls, directory: str) -> DirectoryLock:
+        path = os.path.join(directory, LOCK_FILE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise DirectoryBusy(f"{directory} is in use by {holder}; try again when it ends") from None
+        lock = cls(path, fd)
+        lock.doing("using it")
+        return lock
+
+    def doing(self, what: str) -> None:
+        """Say what this process does with the directory (shown to a process that waits)."""
+        record = json.dumps({"pid": os.getpid(), "doing": what, "since": self.since}).encode()
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, record, 0)
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)  # closing the descriptor ends the lock
+
+
+def _read_holder(fd: int) -> str:
+    """ "chute pid N (loading t since 14:02)" from a held lock file, as far as it says."""
+    try:
+        record = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict) or "pid" not in record:
+        return "another chute process"
+    since = time.strftime("%H:%M", time.localtime(float(record.get("since", time.time()))))
+    return f"chute pid {record['pid']} ({record.get('doing', 'using it')} since {since})"
+
+
+def say_doing(what: str) -> None:
+    """Tell the lock of this process's embedded directory (if any) what it does there."""
+    for engine in _engines.values():
+        if engine._holder is not None:
+            engine._holder.doing(what)
 
 
 def _check_writable(path: str) -> None:

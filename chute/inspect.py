@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from chute.claims import CLAIMS_TABLE
 from chute.ledger import Ledger
 from chute.sql import TableName, quote_str
-from chute.targets import open_target
+from chute.targets import Target, open_target
 
 
 def status(
@@ -18,12 +19,53 @@ def status(
     if not ledger.exists():
         return []
     where = f"WHERE `table` = {quote_str(table)}" if table else ""
-    return tgt.rows(
+    rows = tgt.rows(
         "SELECT `table`, unit AS source, argMax(state, seq) AS state, argMax(rows_loaded, seq) AS rows_loaded, "
         "argMax(rows_rejected, seq) AS rows_rejected, argMax(load_id, seq) AS load_id, "
         "toString(max(at)) AS at, argMax(error, seq) AS last_error "
         f"FROM {ledger.name.sql} {where} GROUP BY `table`, unit ORDER BY `table`, unit",
         context="reading the ledger",
+    )
+    for row in rows:
+        row["claimed_by"] = row["claimed_since"] = row["lease_end"] = ""
+    claims = live_claims(tgt, ledger.name.database, table)
+    by_unit = {(r["table"], r["source"]): r for r in rows}
+    for claim in claims:
+        found = by_unit.get((claim["table"], claim["unit"]))
+        if found is not None:
+            row = found
+        else:  # claimed, not yet started
+            row = {
+                "table": claim["table"],
+                "source": claim["unit"],
+                "state": "claimed",
+                "rows_loaded": 0,
+                "rows_rejected": 0,
+                "load_id": "",
+                "at": claim["since"],
+                "last_error": "",
+            }
+            by_unit[(claim["table"], claim["unit"])] = row
+            rows.append(row)
+        row["claimed_by"], row["claimed_since"], row["lease_end"] = (
+            claim["worker"],
+            claim["since"],
+            claim["lease_until"],
+        )
+    return rows
+
+
+def live_claims(tgt: Target, database: str | None, table: str | None) -> list[dict[str, Any]]:
+    """The live claims of workers loading now (see chute/claims.py): worker, unit, since, lease end."""
+    claims = TableName(database, CLAIMS_TABLE)
+    if tgt.table_columns(claims) is None:
+        return []
+    where = f"WHERE `table` = {quote_str(table)}" if table else ""
+    return tgt.rows(
+        "SELECT `table`, unit, any(worker) AS worker, toString(min(at)) AS since, "
+        f"toString(max(lease_end)) AS lease_until FROM {claims.sql} {where} GROUP BY `table`, unit, token "
+        "HAVING max(lease_end) > now() AND countIf(state != 'held') = 0 ORDER BY `table`, unit",
+        context="reading claims",
     )
 
 

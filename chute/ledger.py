@@ -10,7 +10,7 @@ is loaded again, so a crash at any point, then a re-run, gives one copy.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chute.sources import Unit
@@ -45,6 +45,7 @@ class LedgerEntry:
     load_id: str
     error: str
     at: str
+    seq: int = 0
 
 
 class Ledger:
@@ -52,6 +53,9 @@ class Ledger:
         self.target = target
         self.table = table
         self.name = TableName(table.database, LEDGER_TABLE)
+        self._last_seq: dict[str, int] = {}
+        """The newest `seq` read per unit: a new row goes after it even when this host's clock
+        is behind the clock of the worker that wrote it (workers on several hosts)."""
 
     def ensure(self) -> None:
         caps = self.target.capabilities
@@ -73,16 +77,21 @@ class Ledger:
     def exists(self) -> bool:
         return self.target.table_columns(self.name) is not None
 
-    def latest(self) -> dict[str, LedgerEntry]:
-        """The current state of every unit of this table."""
+    def latest(self, units: Sequence[str] | None = None) -> dict[str, LedgerEntry]:
+        """The current state of every unit of this table (or of `units` only)."""
+        where = f"`table` = {quote_str(str(self.table))}"
+        if units is not None:
+            if not units:
+                return {}
+            where += f" AND unit IN ({', '.join(quote_str(u) for u in units)})"
         rows = self.target.rows(
             "SELECT unit, argMax(identity, seq) AS identity, argMax(state, seq) AS state, "
             "argMax(rows_loaded, seq) AS rows_loaded, argMax(rows_rejected, seq) AS rows_rejected, "
-            "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at "
-            f"FROM {self.name.sql} WHERE `table` = {quote_str(str(self.table))} GROUP BY unit ORDER BY unit",
+            "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at, "
+            f"toString(max(seq)) AS last_seq FROM {self.name.sql} WHERE {where} GROUP BY unit ORDER BY unit",
             context="reading the ledger",
         )
-        return {
+        found = {
             r["unit"]: LedgerEntry(
                 r["unit"],
                 r["identity"],
@@ -92,9 +101,13 @@ class Ledger:
                 r["load_id"],
                 r["error"],
                 r["at"],
+                int(r["last_seq"]),
             )
             for r in rows
         }
+        for unit, entry in found.items():
+            self._last_seq[unit] = max(self._last_seq.get(unit, 0), entry.seq)
+        return found
 
     def record(
         self,
@@ -112,11 +125,13 @@ class Ledger:
             rows_loaded = (rows or {}).get(unit.key, 0)
             error = (errors or {}).get(unit.key, "")
             rows_rejected = (rejected or {}).get(unit.key, 0)
+            seq = max(now + i, self._last_seq.get(unit.key, 0) + 1)
+            self._last_seq[unit.key] = seq
             values.append(
                 f"({quote_str(str(self.table))}, {quote_str(unit.key)}, {quote_str(unit.identity)}, "
                 f"{unit.size}, {self._time(unit.mtime_ns)}, {quote_str(state)}, "
                 f"{rows_loaded}, {rows_rejected}, {quote_str(load_id)}, {quote_str(error)}, "
-                f"{self._time(now)}, {now + i})"
+                f"{self._time(now)}, {seq})"
             )
         if values:
             self.target.execute(

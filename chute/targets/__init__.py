@@ -7,7 +7,7 @@ module here plus one line in `open_target`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from chute.capabilities import Capabilities
@@ -63,8 +63,20 @@ class Target(Protocol):
 
     def table_columns(self, table: TableName) -> list[Column] | None: ...
 
-    def prepare(self, table: TableName) -> None:
-        """Before a load: drop stage tables that a killed run left behind."""
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may load into this target at the same time (a server:
+        loads then take claims; an embedded directory is locked by its one process)."""
+        ...
+
+    def guard_commits(self, owner: str, guard: Callable[[], None]) -> None:
+        """Name this worker's stage tables after `owner`, and call `guard` just before rows
+        move into a table (it raises when this worker's claims ended)."""
+        ...
+
+    def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
+        """Before a load: drop stage tables that a killed run left behind (not those of
+        the owners `live_owners()` names: workers loading now)."""
         ...
 
     def mutate(self, table: TableName, command: str, context: str) -> None:

@@ -7,7 +7,7 @@ failed insert never leaves part of a batch in the target table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -72,8 +72,15 @@ class EmbeddedTarget:
     def table_columns(self, table: TableName) -> list[Column] | None:
         return table_columns(self._engine.rows, table)
 
-    def prepare(self, table: TableName) -> None:
-        Stage.drop_stale(self, table)
+    @property
+    def shared(self) -> bool:
+        return False
+
+    def guard_commits(self, owner: str, guard: Callable[[], None]) -> None:
+        """Nothing to do: one process holds the directory."""
+
+    def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
+        Stage.drop_stale(self, table, live_owners)
 
     def mutate(self, table: TableName, command: str, context: str) -> None:
         # Mutations run in the merge pool: a stage table holding merges would never finish one.

@@ -103,6 +103,10 @@ class ServerTarget:
         self._sent = 0
         self._sent_lock = threading.Lock()
         self.connections = max(1, connections)
+        self.stage_owner = ""
+        """The tag of this worker's stage tables (see `Stage.drop_stale`)."""
+        self.commit_guard: Callable[[], None] | None = None
+        """Checked just before rows move into a table: raises when this worker may not commit."""
 
     @property
     def display_name(self) -> str:
@@ -153,8 +157,15 @@ class ServerTarget:
     def table_columns(self, table: TableName) -> list[Column] | None:
         return table_columns(self.rows, table, ordered=self._caps.version >= (19, 0, 0))
 
-    def prepare(self, table: TableName) -> None:
-        Stage.drop_stale(self, table)
+    @property
+    def shared(self) -> bool:
+        return True
+
+    def guard_commits(self, owner: str, guard: Callable[[], None]) -> None:
+        self.stage_owner, self.commit_guard = owner, guard
+
+    def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
+        Stage.drop_stale(self, table, live_owners)
 
     def mutate(self, table: TableName, command: str, context: str) -> None:
         if self._caps.mutations_sync:
@@ -218,7 +229,7 @@ class ServerTarget:
         streams = min(self.connections, len(selects))
         groups = [list(selects[i::streams]) for i in range(streams)]
         engine_settings = conversion_settings(settings, streams, self._caps.low_cardinality)
-        with Stage(self, table, context, drop_sync=False) as stage:
+        with Stage(self, table, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard) as stage:
             into = stage.table or table
             statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
 
@@ -278,7 +289,7 @@ class ServerTarget:
         """`write(table)` into a fresh stage table, then move its rows in; retried whole."""
 
         def once() -> dict[str, int]:
-            with Stage(self, table, context, drop_sync=False) as stage:
+            with Stage(self, table, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard) as stage:
                 write(stage.table or table)
                 return stage.commit(count_by_source, before_commit=before_commit)
 

@@ -77,6 +77,23 @@ def _literal(value: int | float | str) -> str:
     return repr(value) if isinstance(value, float) and not value.is_integer() else str(int(value))
 
 
+_STAGE_SUFFIX = re.compile(r"^[0-9a-f]{12}(?:_[0-9a-f]{8})?$")
+"""What follows `_chute_stage_<table>_` in a stage's name: a stage of `t` is never taken
+for one of `t_x`."""
+
+
+def stage_name(target: TableName, owner: str = "") -> str:
+    """`_chute_stage_<table>_<owner>_<random>` (`<random>` alone without an owner)."""
+    if owner:
+        return f"{STAGE_PREFIX}{target.table}_{owner}_{uuid.uuid4().hex[:8]}"
+    return f"{STAGE_PREFIX}{target.table}_{uuid.uuid4().hex[:12]}"
+
+
+def stage_owner(suffix: str) -> str:
+    """The owner tag of a stage from its name's suffix ("" for a stage without one)."""
+    return suffix.split("_", 1)[0] if "_" in suffix else ""
+
+
 class Stage:
     """A stage table for one batch; `table` is None when the target cannot stage."""
 
@@ -90,8 +107,15 @@ class Stage:
         modern: bool = False,
         part_settings: Mapping[str, int | float | str] | None = None,
         swap_if_empty: bool = False,
+        owner: str = "",
+        guard: Callable[[], None] | None = None,
     ) -> None:
         self.db = db
+        self.owner = owner
+        """A tag of the load that owns the stage (in its name): other workers keep it while it lives."""
+        self.guard = guard
+        """Called just before rows move into the target (and before a stageless write): raises
+        when this worker may no longer commit (its claims ended)."""
         self.hold_merges = hold_merges
         self.part_settings = dict(part_settings or {})
         self.drop_suffix = " SYNC" if drop_sync else ""
@@ -111,7 +135,7 @@ class Stage:
             f"AND name = {quote_str(self.target.table)}"
         )
         if engine and "MergeTree" in engine[0]["engine"]:
-            name = f"{STAGE_PREFIX}{self.target.table}_{uuid.uuid4().hex[:12]}"
+            name = stage_name(self.target, self.owner)
             self.table = TableName(self.target.database, name)
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
             if self.swap_if_empty:
@@ -124,6 +148,8 @@ class Stage:
             if self.hold_merges:
                 # Merging parts that move into the target anyway would take cores from the load.
                 self.db.execute(f"SYSTEM STOP MERGES {self.table.sql}", context=self.context)
+        elif self.guard is not None:
+            self.guard()  # no stage: the rows go straight in, so check before they are sent
         return self
 
     def __exit__(
@@ -154,6 +180,8 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
+        if self.guard is not None:
+            self.guard()  # last: nothing slow may run between the check and the ATTACH
         # One commit at a time in this process: a swap must not race another batch's ATTACH
         # (rows attached to the table just before it is swapped out would be dropped with it).
         with _COMMIT_LOCK if self.modern else contextlib.nullcontext():
@@ -235,15 +263,23 @@ class Stage:
         return True
 
     @staticmethod
-    def drop_stale(db: _Sql, target: TableName) -> None:
-        """Drop stage tables left by a run that was killed."""
+    def drop_stale(db: _Sql, target: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
+        """Drop stage tables left by a run that was killed: all of the table's stages, or,
+        where other workers may load the table now, those whose owner is not `live_owners()`.
+        The stages are listed before the owners are asked: a stage made after the listing
+        is not dropped, and one listed had its owner's claims made before it."""
         prefix = f"{STAGE_PREFIX}{target.table}_"
         rows = db.rows(
             f"SELECT name FROM system.tables WHERE database = {_database(target)} "
             f"AND startsWith(name, {quote_str(prefix)})"
         )
-        for row in rows:
-            db.execute(f"DROP TABLE IF EXISTS {TableName(target.database, row['name']).sql}")
+        stages = [str(r["name"]) for r in rows if _STAGE_SUFFIX.match(str(r["name"])[len(prefix) :])]
+        if not stages:
+            return
+        live = live_owners() if live_owners is not None else set()
+        for name in stages:
+            if stage_owner(name[len(prefix) :]) not in live:
+                db.execute(f"DROP TABLE IF EXISTS {TableName(target.database, name).sql}")
 
     @staticmethod
     def stats(db: _Sql, table: TableName) -> tuple[int, int]:
