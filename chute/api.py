@@ -69,6 +69,10 @@ REPAIR_ATTEMPTS = 5
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
 DEFAULT_BATCH_FILES = 64
 
+SHARED_BATCHES = 8
+"""Where several workers may share a job (a server target), its units go in at least this many
+batches (claims are taken a batch at a time), so that a worker that starts later gets some."""
+
 # Formats that describe themselves: reading their schema costs no row parsing.
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 
@@ -706,10 +710,14 @@ class _Loader:
         batches: list[list[Unit]] = []
         current: list[Unit] = []
         size = 0
+        files = self.opts.batch_files
+        if self.claims is not None:
+            # Other workers may share the job: enough batches for each to take some.
+            files = min(files, max(1, -(-len(units) // SHARED_BATCHES)))
         for unit in units:
             if current and (
                 unit.fmt != current[0].fmt
-                or len(current) >= self.opts.batch_files
+                or len(current) >= files
                 or size + unit.size > self.opts.batch_bytes
                 or not self._fill_provenance
                 or self._server_side_possible(unit)
@@ -1023,6 +1031,8 @@ class _Loader:
         settings: dict[str, str | int | float] = {
             "date_time_input_format": "best_effort",
             "input_format_csv_detect_header": 1,
+            # A date or time out of its type's range fails (to the careful pass) instead of being clamped.
+            "date_time_overflow_behavior": "throw",
         }
         if self.opts.delimiter:
             settings["format_csv_delimiter"] = self.opts.delimiter
@@ -1689,7 +1699,7 @@ class _Loader:
         self.tolerant_tried.update(u.key for u in batch)
         errors = ErrorFiles.for_keys([u.key for u in batch])
         by_key = {u.key: u for u in batch}
-        outcome: dict[str, dict[str, int]] = {}
+        outcome: dict[str, Any] = {}
 
         def check(stage: TableName | None, counts: dict[str, int]) -> None:
             self._unchanged_check(batch)(stage, counts)
@@ -1704,11 +1714,11 @@ class _Loader:
                     "numbering the kept rows",
                 )
             budget = ErrorBudget.parse(self.opts.max_errors)
-            over = [k for k, n in rejected.items() if not budget.allows(n, n + counts.get(k, 0))]
+            over = {k: why for k, n in rejected.items() if (why := budget.over(n, n + counts.get(k, 0))) is not None}
             if over:
                 keys = ", ".join(quote_str(k) for k in over)
                 self.target.mutate(stage, f"DELETE WHERE _source IN ({keys})", "removing files over --max-errors")
-            outcome.update(counts=counts, rejected=rejected, over={k: 1 for k in over})
+            outcome.update(counts=counts, rejected=rejected, over=over)
 
         settings = {**self._settings(batch), **SKIP_ERRORS}
         selects = [errors.wrap(u.key, self._select_sql([u]), settings) for u in batch]
@@ -1738,9 +1748,7 @@ class _Loader:
             if unit.key in over:
                 self._fail(
                     unit,
-                    f"{unit.key}: {result.rows_rejected} of {result.rows_rejected + counts.get(unit.key, 0)} rows "
-                    f"rejected, over --max-errors {self.opts.max_errors}; nothing of the file was loaded "
-                    f"(see table {self.rejects.name})",
+                    f"{unit.key}: {over[unit.key]}; nothing of the file was loaded (see table {self.rejects.name})",
                     plan,
                     rejected=result.rows_rejected,
                 )
@@ -1903,9 +1911,12 @@ class _Loader:
         inputs = self._input_columns()
         engine = self.target.engine
         settings = {**self._format_settings(), "max_threads": self.workers}
+        settings.pop("date_time_overflow_behavior")  # ranges are checked value by value here
         if unit.fmt.format == "JSONEachRow":
             lines = self.source.table_expression(unit, "line String", "LineAsString")
-            checked = check_json_lines(engine, lines, inputs, settings, self._format_settings())
+            read_settings = self._format_settings()
+            read_settings.pop("date_time_overflow_behavior")
+            checked = check_json_lines(engine, lines, inputs, settings, read_settings)
         else:
             text_columns = [Column(c.name, "String") for c in inputs]
             delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
@@ -1927,11 +1938,11 @@ class _Loader:
                     count_by_source=False,
                     context=f"{unit.key}: writing rejects",
                 )
-            if not budget.allows(checked.rejected, checked.total):
+            over = budget.over(checked.rejected, checked.total)
+            if over is not None:
                 self._fail(
                     unit,
-                    f"{unit.key}: {checked.rejected} of {checked.total} rows rejected, over --max-errors "
-                    f"{self.opts.max_errors}; nothing of the file was loaded (see table {self.rejects.name})",
+                    f"{unit.key}: {over}; nothing of the file was loaded (see table {self.rejects.name})",
                     plan,
                     rejected=checked.rejected,
                 )

@@ -57,6 +57,21 @@ def widened(type_sql: str) -> str | None:
     return "Nullable(Int64)" if nullable else "Int64"
 
 
+def is_temporal(type_sql: str) -> bool:
+    """Date, Date32, DateTime, DateTime64 (Nullable or not): types whose text the engine's
+    parsers clamp or roll over rather than refuse."""
+    inner, _ = strip_wrappers(type_sql)
+    return inner in ("Date", "Date32") or inner.startswith("DateTime")
+
+
+def read_type(type_sql: str) -> str:
+    """The type a careful JSON read parses a column as: integers wide (range checked after),
+    dates and times as text (checked and converted after), the rest as they are."""
+    if is_temporal(type_sql):
+        return "Nullable(String)"
+    return widened(type_sql) or type_sql
+
+
 def conversion(text: str, type_sql: str) -> str | None:
     """SQL turning the String `text` into the inner type, NULL when it does not fit.
 
@@ -74,19 +89,34 @@ def conversion(text: str, type_sql: str) -> str | None:
     if _INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Enum", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     if inner in ("Date", "Date32"):
-        fn = "toDate" if inner == "Date" else "toDate32"
-        return f"{fn}(parseDateTimeBestEffortOrNull({text}, 'UTC'))"
+        # Parsed wide (1900-2299), then checked against the type's range: never clamped.
+        fn, (lo, hi) = ("toDate", DATE_RANGE) if inner == "Date" else ("toDate32", DATE32_RANGE)
+        wide = f"parseDateTime64BestEffortOrNull({text}, 0, 'UTC')"
+        day = f"toDate32({wide})"
+        return f"if({_clock_ok(text)} AND {day} BETWEEN toDate32('{lo}') AND toDate32('{hi}'), {fn}({wide}), NULL)"
     if inner.startswith("DateTime64"):
         precision = re.search(r"DateTime64\(\s*(\d+)", inner)
         p = precision.group(1) if precision else "3"
-        return f"parseDateTime64BestEffortOrNull({text}, {p}{tz_arg})"
+        return f"if({_clock_ok(text)}, parseDateTime64BestEffortOrNull({text}, {p}{tz_arg}), NULL)"
     if inner.startswith("DateTime"):
-        return f"parseDateTimeBestEffortOrNull({text}{tz_arg})"
+        wide = f"parseDateTime64BestEffortOrNull({text}, 0{tz_arg})"
+        seconds = f"toUnixTimestamp64Second({wide})"
+        return f"if({_clock_ok(text)} AND {seconds} BETWEEN 0 AND 4294967295, toDateTime({wide}{tz_arg}), NULL)"
     if inner == "UUID":
         return f"toUUIDOrNull({text})"
     if inner in ("IPv4", "IPv6"):
         return f"to{inner}OrNull({text})"
     return None
+
+
+DATE_RANGE = ("1970-01-01", "2149-06-06")
+DATE32_RANGE = ("1900-01-01", "2299-12-31")
+
+
+def _clock_ok(text: str) -> str:
+    """No hour past 23 nor minute or second past 59 in the text: the engine's parsers roll
+    `25:61:61` over into the next day instead of refusing it."""
+    return f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
 
 
 def _default(type_sql: str) -> str:
@@ -121,7 +151,14 @@ class CheckedRows:
             exprs = []
             for c in columns:
                 name = quote_ident(c.name)
-                exprs.append(f"accurateCast({name}, {quote_str(c.type)}) AS {name}" if widened(c.type) else name)
+                if is_temporal(c.type):
+                    # Read as text, checked above (`overflow`): converted here, never clamped.
+                    inner, nullable = strip_wrappers(c.type)
+                    missing = "NULL" if nullable else _default(inner)
+                    value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
+                    exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
+                else:
+                    exprs.append(f"accurateCast({name}, {quote_str(c.type)}) AS {name}" if widened(c.type) else name)
             row, source = "__chute_row", f"{self.parsed.sql} WHERE overflow = ''"
         row = row_of(row)
         values = provenance(row)
@@ -233,7 +270,7 @@ def check_json_lines(
             f"SELECT {tagged} FROM {lines.sql} WHERE ok",
             context="writing the readable lines",
         )
-        read_as = [f"{quote_ident(c.name)} {widened(c.type) or c.type}" for c in columns]
+        read_as = [f"{quote_ident(c.name)} {read_type(c.type)}" for c in columns]
         structure = ", ".join([*read_as, "__chute_row UInt64"])
         overflow = [
             f"if(isNotNull({quote_ident(c.name)}) AND isNull(accurateCastOrNull({quote_ident(c.name)}, "
@@ -242,6 +279,12 @@ def check_json_lines(
             f"{quote_str(' is out of range for ' + strip_wrappers(c.type)[0])}), '')"
             for c in columns
             if widened(c.type)
+        ] + [
+            f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
+            f"concat('column {c.name}: ', {quote_ident(c.name)}, "
+            f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
+            for c in columns
+            if is_temporal(c.type)
         ]
         overflow_sql = (
             f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(overflow)}]), '; ')" if overflow else "''"
@@ -302,10 +345,13 @@ def check_delimited(
     columns: list[Column],
     delimiter: str,
     settings: dict[str, str | int | float],
+    header_lines: int | None = None,
 ) -> CheckedRows:
     """Check CSV/TSV: records split by the engine's parser (all fields as text),
     bad records (wrong field count, broken quoting) recorded by the engine with
-    their row numbers, values checked in SQL."""
+    their row numbers, values checked in SQL. A quote that is never closed would
+    swallow the rest of the file: that record is its first line alone, and the
+    lines after it are read again as records (`header_lines`: 0 or 1, None to look)."""
     errors_path = os.path.join(tempfile.gettempdir(), f"chute-errors-{uuid.uuid4().hex}.csv")
     fields = [f"f{i}" for i in range(len(columns))]
     read_settings = {
@@ -319,9 +365,11 @@ def check_delimited(
     }
     scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
     names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
-    if has_header(engine, lines_expression, columns, delimiter):
+    header = header_lines if header_lines is not None else int(has_header(engine, lines_expression, columns, delimiter))
+    if header:
         # All-text columns defeat the engine's header detection: say it outright.
         file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
+    rest: CheckedRows | None = None
     try:
         engine.execute(
             f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
@@ -352,13 +400,115 @@ def check_delimited(
         if has_errors:
             nulls = ", ".join(f"{_default(c.type)} AS v{i}" for i, c in enumerate(columns))
             select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
+            unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
+            if unclosed is not None:
+                # The record that swallowed the rest of the file is its first line alone; the
+                # lines after it are records of their own, checked the same way.
+                row, line = unclosed
+                reason = quote_str(UNCLOSED_QUOTE)
+                select = (
+                    f"SELECT * FROM ({select}) WHERE row < {row} "
+                    f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
+                    f"{reason} AS reason, {nulls} FROM "
+                    f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
+                )
+                if _has_lines_after(engine, lines_expression, line):
+                    rest = _check_rest(engine, lines_expression, line, columns, delimiter, settings)
+                    values = ", ".join(f"v{i}" for i in range(len(columns)))
+                    select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest.table.sql}"
         else:
             select = good
         return _materialize(engine, select, settings)
     finally:
         engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
+        if rest is not None:
+            rest.drop(engine)
         if os.path.exists(errors_path):
             os.remove(errors_path)
+
+
+UNCLOSED_QUOTE = "malformed record: a quote opened in this record is never closed (it would run to the end of the file)"
+
+
+def _unclosed_quote(
+    engine: Engine,
+    scratch: TableName,
+    fields: list[str],
+    bad_structure: str,
+    lines_expression: str,
+    header: int,
+    delimiter: str,
+) -> tuple[int, int] | None:
+    """(record number, line number) of a record whose open quote swallowed the lines after
+    it; None when every line of the file is in some record, or no such record is found.
+
+    An opening quote that is never closed makes the parser read on, past line ends, to
+    the next quote (the opening quote of a later field) or to the end of the file, and
+    drop all of it as one bad record: the records it read then cover fewer lines than
+    the file has. Good records cover one line each plus the line breaks in their
+    fields, a bad record at least one. The first bad record starts right after the good
+    records before it; if the parser said it ran into a quote or the end, it is that
+    record: its first line alone is bad, and the lines after it are read again."""
+    if delimiter == "\t":
+        return None  # TSV has no quoting
+    counts = engine.rows(
+        f"SELECT (SELECT count() FROM {lines_expression}) AS lines, "
+        f"(SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) FROM {scratch.sql}) "
+        f"AS good_lines, (SELECT count() FROM ({bad_structure})) AS bad"
+    )[0]
+    lines, good_lines, bad = int(counts["lines"]), int(counts["good_lines"] or 0), int(counts["bad"])
+    if header + good_lines + bad >= lines:
+        # Every line is in a record; but a quote opened on the last line leaves no raw text.
+        last = engine.rows(f"SELECT row, raw FROM ({bad_structure}) ORDER BY row DESC LIMIT 1")
+        if last and str(last[0]["raw"]).startswith("Buffer has gone") and header + good_lines + bad == lines:
+            return int(last[0]["row"]), lines
+        return None
+    first = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row LIMIT 1")[0]
+    row, reason = int(first["row"]), str(first["reason"])
+    if not any(sign in reason for sign in QUOTE_RAN_ON):
+        return None
+    before = engine.rows(
+        f"SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) AS n "
+        f"FROM {scratch.sql} WHERE k < {row - 1}"
+    )[0]
+    return row, header + int(before["n"] or 0) + 1
+
+
+def _has_lines_after(engine: Engine, lines_expression: str, line: int) -> bool:
+    found = engine.rows(
+        f"SELECT count() AS n FROM (SELECT 1 FROM {lines_expression} WHERE _row_number >= {line} LIMIT 1)"
+    )
+    return bool(int(found[0]["n"]))
+
+
+QUOTE_RAN_ON = ("There is no delimiter", "Buffer has gone", "Unexpected end of stream")
+"""What the engine says of a record whose quoted field ran on into a later quote or the end."""
+
+
+def _check_rest(
+    engine: Engine,
+    lines_expression: str,
+    line: int,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+) -> CheckedRows:
+    """The records of the lines after `line` (1-based), checked as a file of their own."""
+    fd, path = tempfile.mkstemp(prefix="chute-rest-", suffix=".csv")
+    os.close(fd)
+    try:
+        engine.execute(
+            f"INSERT INTO FUNCTION file({quote_str(path)}, 'LineAsString', 'line String') "
+            f"SELECT line FROM {lines_expression} WHERE _row_number >= {line} SETTINGS max_threads = 1, "
+            "engine_file_truncate_on_insert = 1",
+            context="reading the rest of the file",
+        )
+        text_columns = ", ".join(f"{quote_ident(c.name)} String" for c in columns)
+        expression = f"file({quote_str(path)}, 'CSV', {quote_str(text_columns)})"
+        rest_lines = f"file({quote_str(path)}, 'LineAsString', 'line String')"
+        return check_delimited(engine, expression, rest_lines, columns, delimiter, settings, header_lines=0)
+    finally:
+        os.remove(path)
 
 
 def has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:

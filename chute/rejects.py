@@ -58,9 +58,18 @@ class Rejects:
         return {c.name: c.type for c in columns}
 
 
+DEFAULT_MAX_SHARE = 0.1
+DEFAULT_FREE_ROWS = 100
+
+
 @dataclass(frozen=True)
 class ErrorBudget:
-    """How many bad rows a file may have: a count, a share, or no limit."""
+    """How many bad rows a file may have: a count, a share, or the default.
+
+    The default stops a load with the wrong format, delimiter or table before it
+    marks files done: a file fails when over 10% of its rows and over 100 rows are
+    bad. Whatever the budget, a file with no good row fails (nothing to load is
+    never a success); a re-run loads it once the cause is fixed."""
 
     count: int | None = None
     share: float | None = None
@@ -83,8 +92,26 @@ class ErrorBudget:
             raise UsageError(f"--max-errors takes a count (10) or a share (0.1%), not {text!r}") from None
 
     def allows(self, rejected: int, total: int) -> bool:
+        return self.over(rejected, total) is None
+
+    def over(self, rejected: int, total: int) -> str | None:
+        """Why a file with `rejected` bad rows of `total` fails, None when it may load."""
+        if rejected and rejected >= total:
+            rows = f"all {total} rows" if total > 1 else "its one row"
+            return f"{rows} rejected (a wrong --format, --delimiter or table?)"
         if self.count is not None:
-            return rejected <= self.count
+            return (
+                None
+                if rejected <= self.count
+                else f"{rejected} of {total} rows rejected, over --max-errors {self.count}"
+            )
         if self.share is not None:
-            return rejected <= self.share * total
-        return True
+            if rejected <= self.share * total:
+                return None
+            return f"{rejected} of {total} rows rejected, over --max-errors {self.share * 100:g}%"
+        if rejected <= DEFAULT_FREE_ROWS or rejected <= DEFAULT_MAX_SHARE * total:
+            return None
+        return (
+            f"{rejected} of {total} rows rejected, over the default limit (10% and {DEFAULT_FREE_ROWS} rows; "
+            "set --max-errors to allow more)"
+        )

@@ -70,6 +70,10 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path: Path) -> None:
     assert partial.returncode == 1
     lines = partial.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.jsonl" in lines[0]
+    # A file with no good row fails (nothing to load is no success); one with some loads them.
+    alone = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet")
+    assert alone.returncode == 1 and "its one row rejected" in alone.stderr
+    (tmp_path / "bad.jsonl").write_text('{"a": 2}\n{"a": "text"}\n')
     kept = run("load", str(tmp_path / "bad.jsonl"), "--table", "t", "--target", db, "--quiet")
     assert kept.returncode == 0
     assert kept.stderr.strip() == "chute: warning: 1 row rejected; see table t_rejects"

@@ -1,0 +1,184 @@
+"""Rows and values a loader must never lose or change without a word.
+
+Ground truth is computed here, from the lines the test wrote, never by chute:
+an unclosed quote that would swallow the rest of a CSV file, a file whose rows
+are all bad, the default error budget, and dates out of their type's range.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.careful import UNCLOSED_QUOTE
+from chute.engine import open_engine
+from chute.rejects import ErrorBudget
+
+from .servers import ClickHouseServer
+
+TYPED = (
+    "CREATE TABLE t (id UInt32, n UInt8, s String, d Date, x Float64, "
+    "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "
+    "_load_id LowCardinality(String)) ENGINE = MergeTree ORDER BY id"
+)
+
+
+def _unclosed_file(path: Path, good_after: int, second_bad_at: int | None = None) -> tuple[list[int], dict[int, str]]:
+    """A header, two good rows, a row whose quote never closes, then `good_after` good rows
+    (one more unclosed quote at row `second_bad_at` if given). Returns (good ids, {row: raw})."""
+    lines = ["id,n,s,d,x", "1,1,ok,2024-01-01,1.5", "2,1,ok,2024-01-01,1.5", '3,1,"abc,2024-01-01,1.5']
+    good = [1, 2]
+    bad = {3: lines[3]}
+    for i in range(4, 4 + good_after):
+        if i == second_bad_at:
+            lines.append(f'{i},1,"never closed,2024-01-01,1.5')
+            bad[i] = lines[-1]
+        else:
+            lines.append(f'{i},{i % 200},"quoted, with a comma",2024-01-01,{i}.5')
+            good.append(i)
+    path.write_text("\n".join(lines) + "\n")
+    return good, bad
+
+
+def _check_table(rows: list[dict[str, object]], good: list[int]) -> None:
+    assert [int(r["id"]) for r in rows] == good  # type: ignore[call-overload]
+    # _source_row is the record's number in the file (the header is not a record).
+    assert all(int(r["_source_row"]) == int(r["id"]) for r in rows)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("split", [None, 60_000])
+def test_an_unclosed_quote_rejects_its_line_and_keeps_the_rest(tmp_path: Path, target: str, split: int | None) -> None:
+    engine = open_engine(target)
+    engine.execute(TYPED)
+    path = tmp_path / "quotes.csv"
+    good, bad = _unclosed_file(path, 10_000, second_bad_at=7_000)
+    options = chute.LoadOptions(split_bytes=split) if split else chute.LoadOptions()
+    report = chute.load([str(path)], table="t", target=target, options=options)
+    assert report.ok, [f.error for f in report.files]
+    assert report.rows_loaded == len(good)
+    assert report.rows_rejected == len(bad)
+    assert report.rows_read == len(good) + len(bad)
+    engine = open_engine(target)
+    _check_table(engine.rows("SELECT id, _source_row FROM t ORDER BY id"), good)
+    rejects = engine.rows("SELECT _source_row, raw, error FROM t_rejects ORDER BY _source_row")
+    assert {int(r["_source_row"]): r["raw"] for r in rejects} == bad
+    assert all(r["error"] == UNCLOSED_QUOTE for r in rejects)
+
+
+def test_an_unclosed_quote_on_the_server(tmp_path: Path, server_url: str, clickhouse_server: ClickHouseServer) -> None:
+    database = server_url.rsplit("/", 1)[1]
+    clickhouse_server.query(
+        "CREATE TABLE t (id UInt32, n UInt8, s String, d Date, x Float64, _source String, "
+        "_source_mtime DateTime, _source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+        database=database,
+    )
+    path = tmp_path / "quotes.csv"
+    good, bad = _unclosed_file(path, 3_000)
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.ok and report.rows_loaded == len(good) and report.rows_rejected == len(bad)
+    ids = clickhouse_server.query("SELECT id FROM t ORDER BY id FORMAT TSV", database=database).split()
+    assert [int(i) for i in ids] == good
+
+
+def test_a_file_with_every_row_bad_fails_and_loads_once_fixed(tmp_path: Path, target: str) -> None:
+    engine = open_engine(target)
+    engine.execute(TYPED)
+    path = tmp_path / "wrong.csv"
+    path.write_text("id,n,s,d,x\n" + "".join(f"{i},1,ok,2024-01-01,1.5\n" for i in range(1, 1158)))
+    wrong = chute.load([str(path)], table="t", target=target, options=chute.LoadOptions(format="json"))
+    assert not wrong.ok
+    assert (
+        wrong.files[0].state == "failed" and "all 1158 rows rejected" in wrong.files[0].error
+    )  # the header line is a record too, as JSON
+    assert wrong.rows_loaded == 0
+    assert int(open_engine(target).rows("SELECT count() AS n FROM t")[0]["n"]) == 0
+    # The ledger did not mark it done: with the right format the same file loads, once.
+    right = chute.load([str(path)], table="t", target=target)
+    assert right.ok and right.rows_loaded == 1157 and right.rows_rejected == 0
+    again = chute.load([str(path)], table="t", target=target)
+    assert again.rows_loaded == 0
+    assert int(open_engine(target).rows("SELECT count() AS n FROM t")[0]["n"]) == 1157
+
+
+def test_the_default_error_budget() -> None:
+    default = ErrorBudget.parse(None)
+    assert default.allows(100, 120)  # up to 100 bad rows always
+    assert default.allows(1_000, 10_000)  # or up to 10%
+    assert not default.allows(1_001, 10_000)
+    assert "over the default limit" in (default.over(1_001, 10_000) or "")
+    assert not default.allows(1, 1)  # no good row: fails whatever the budget
+    assert not ErrorBudget.parse("100%").allows(5, 5)
+    assert ErrorBudget.parse("100%").allows(4, 5)
+
+
+def test_many_bad_rows_fail_the_file_by_default(tmp_path: Path, target: str) -> None:
+    engine = open_engine(target)
+    engine.execute(TYPED)
+    path = tmp_path / "dirty.csv"
+    # 2,000 rows, every other one with text in an integer column: 1,000 bad rows (50%).
+    path.write_text("id,n,s,d,x\n" + "".join(f"{i},{'x' if i % 2 else 1},ok,2024-01-01,1.5\n" for i in range(2000)))
+    report = chute.load([str(path)], table="t", target=target)
+    assert not report.ok and "over the default limit" in report.files[0].error
+    assert int(open_engine(target).rows("SELECT count() AS n FROM t")[0]["n"]) == 0
+    allowed = chute.load([str(path)], table="t", target=target, options=chute.LoadOptions(max_errors="60%"))
+    assert allowed.ok and allowed.rows_loaded == 1000 and allowed.rows_rejected == 1000
+
+
+DATES = [
+    # (d, t, what is wrong or None)
+    ("2024-01-01", "2024-01-01 10:00:00", None),
+    ("2024-13-45", "2024-01-01 10:00:00", "column d"),
+    ("2024-02-30", "2024-01-01 10:00:00", "column d"),
+    ("2150-01-01", "2024-01-01 10:00:00", "column d"),
+    ("1969-12-31", "2024-01-01 10:00:00", "column d"),
+    ("0000-00-00", "2024-01-01 10:00:00", "column d"),
+    ("2024-02-29", "2024-01-01 25:61:61", "column t"),
+    ("2024-02-28", "2106-02-08 00:00:00", "column t"),
+    ("2024-03-01", "2024-02-30 10:00:00", "column t"),
+    ("2149-06-06", "2106-02-07 06:28:15", None),
+    ("1970-01-01", "1970-01-01 00:00:00", None),
+]
+
+
+def test_dates_out_of_range_are_rejected_never_clamped(tmp_path: Path, target: str) -> None:
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE t (id UInt32, d Date, t DateTime('UTC'), _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
+        "ENGINE = MergeTree ORDER BY id"
+    )
+    path = tmp_path / "dates.csv"
+    path.write_text("id,d,t\n" + "".join(f"{i},{d},{t}\n" for i, (d, t, _) in enumerate(DATES, 1)))
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok
+    engine = open_engine(target)
+    loaded = {
+        int(r["id"]): (r["d"], r["t"]) for r in engine.rows("SELECT id, toString(d) AS d, toString(t) AS t FROM t")
+    }
+    expected = {i: (d, t) for i, (d, t, bad) in enumerate(DATES, 1) if bad is None}
+    assert loaded == expected  # every loaded value is its input, unchanged
+    rejects = {int(r["_source_row"]): r["error"] for r in engine.rows("SELECT _source_row, error FROM t_rejects")}
+    assert {i for i, (_, _, bad) in enumerate(DATES, 1) if bad} == set(rejects)
+    for i, (_, _, bad) in enumerate(DATES, 1):
+        if bad:
+            assert rejects[i].startswith(bad), rejects[i]
+
+
+def test_a_date_out_of_range_alone_is_not_clamped(tmp_path: Path, target: str) -> None:
+    """The fast path itself refuses an out-of-range date (the file then takes the careful pass)."""
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE t (id UInt32, d Date, _source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), "
+        "_source_row UInt64, _load_id LowCardinality(String)) ENGINE = MergeTree ORDER BY id"
+    )
+    path = tmp_path / "dates.jsonl"
+    rows = [f'{{"id": {i}, "d": "2024-01-{1 + i % 28:02d}"}}' for i in range(500)] + ['{"id": 500, "d": "2150-01-01"}']
+    path.write_text("\n".join(rows) + "\n")
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and report.rows_loaded == 500 and report.rows_rejected == 1
+    engine = open_engine(target)
+    assert engine.rows("SELECT count() AS n FROM t WHERE d > '2149-01-01'")[0]["n"] == 0
+    assert os.path.exists(path)
