@@ -76,6 +76,7 @@ class LoadReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": self.ok,
             "load_id": self.load_id,
             "table": self.table,
             "target": self.target,

@@ -1,0 +1,83 @@
+"""What users see around a load: help, one-line errors, JSON on failure, status at 80 columns."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from chute.cli import _parser, _subparsers
+
+COMMANDS = ("load", "export", "design", "bench", "status", "query", "time-queries")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chute.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_every_option_of_every_command_has_help_a_summary_and_an_example() -> None:
+    commands = _subparsers(_parser())
+    assert set(commands) == set(COMMANDS)
+    summaries = {
+        a.dest: a.help
+        for action in _parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for a in action._choices_actions
+    }
+    for name, parser in commands.items():
+        assert summaries.get(name), f"{name}: no one-line summary"
+        assert parser.description, f"{name}: no description"
+        assert parser.epilog and f"chute {name} " in parser.epilog, f"{name}: no example"
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            what = "/".join(action.option_strings) or action.metavar or action.dest
+            assert action.help and action.help.strip(), f"chute {name} {what}: no help text"
+    load_help = run("load", "--help").stdout
+    assert "hdfs://" in load_help and "kafka://" in load_help and "examples:" in load_help
+
+
+def test_a_mistyped_option_is_one_line_with_a_guess(tmp_path: Path) -> None:
+    typo = run("load", str(tmp_path), "--tabel", "t", "--target", str(tmp_path / "db"))
+    assert typo.returncode == 2
+    assert typo.stderr == "chute: error: unknown option --tabel (did you mean --table?)\n"
+    command = run("lod", "x")
+    assert command.returncode == 2 and command.stderr == "chute: error: unknown command 'lod' (did you mean load?)\n"
+    status = run("status", "--jsn")
+    assert status.returncode == 2 and status.stderr == "chute: error: unknown option --jsn (did you mean --json?)\n"
+    abbreviated = run("status", "--tab", "t", "--target", str(tmp_path / "db"))
+    assert abbreviated.returncode == 0, abbreviated.stderr
+
+
+def test_json_on_failure_is_one_object_with_ok_false(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    usage = run("load", str(tmp_path), "--tabel", "t", "--json")
+    assert usage.returncode == 2
+    assert json.loads(usage.stdout) == {"ok": False, "error": "unknown option --tabel (did you mean --table?)"}
+
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(b"\x00\x01\x02 not \xff a csv \x00\n")
+    inference = run("load", str(garbage), "--table", "g", "--target", db, "--json", "--format", "parquet")
+    assert inference.returncode != 0
+    parsed = json.loads(inference.stdout)
+    assert parsed["ok"] is False and "garbage.csv" in parsed["error"]
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"x": 1}\n')
+    first = json.loads(run("load", str(data), "-t", "t", "--target", db, "--json").stdout)
+    assert first["ok"] is True
+    data.write_text('{"x": 1}\n{"x": 2}\n')
+    changed = run("load", str(data), "-t", "t", "--target", db, "--json", "--on-change", "error")
+    assert changed.returncode == 1
+    report = json.loads(changed.stdout)
+    assert report["ok"] is False and report["files_failed"] == 1 and "a.jsonl" in report["error"]
+    assert "changed since it was loaded" in report["error"] and report["table"] == "t"
