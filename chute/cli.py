@@ -571,8 +571,10 @@ def _bench(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from chute.bench import HEADERS, bench, render_rows, write_chart
+    from chute.bench import HEADERS, bench, check_chart, render_rows, write_chart
 
+    if args.chart:
+        check_chart(args.chart)
     console = Console(file=sys.stderr)
     options = LoadOptions(
         format=args.format, compression=args.compression, password_file=args.password_file, insecure=args.insecure
@@ -668,21 +670,59 @@ def _status(args: argparse.Namespace) -> int:
         print("nothing loaded yet")
         return EXIT_OK
     from rich.console import Console
+
+    console = Console(soft_wrap=False)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        tables.setdefault(str(r["table"]), []).append(r)
+    for name, of_table in tables.items():
+        _print_status_table(console, name, of_table)
+    return EXIT_OK
+
+
+def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:
+    """One table's ledger rows; long source paths shown by what tells them apart."""
+    from rich import box
     from rich.table import Table
 
-    table = Table("table", "source", "state", "rows loaded", "rows rejected", "at", "last error")
-    for r in rows:
-        table.add_row(
-            r["table"],
-            os.path.relpath(r["source"]) if len(r["source"]) > 60 else r["source"],
-            r["state"],
-            f"{int(r['rows_loaded']):,}",
-            f"{int(r['rows_rejected']):,}",
-            r["at"],
-            r["last_error"][:80],
-        )
-    Console(soft_wrap=False).print(table)
-    return EXIT_OK
+    errors = any(r["last_error"] for r in rows)
+    loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
+    at = [str(r["at"])[:19] for r in rows]  # to the second
+    # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
+    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([16] if errors else [])]
+    budget = console.width - sum(others) - 3 * (len(others) + 1)
+    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    console.print(
+        f"table {name}" + (f", sources under {prefix}" if prefix else ""), markup=False, highlight=False, soft_wrap=True
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("source", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("loaded", justify="right", no_wrap=True)
+    table.add_column("rejected", justify="right", no_wrap=True)
+    table.add_column("at", no_wrap=True)
+    if errors:
+        table.add_column("last error", overflow="fold", ratio=1)
+    for r, source, count, when in zip(rows, names, loaded, at, strict=True):
+        cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
+        table.add_row(*cells, *([str(r["last_error"])[:200]] if errors else []))
+    console.print(table)
+
+
+def _distinct_parts(sources: list[str], width: int) -> tuple[str, list[str]]:
+    """The directory all sources share (shown once), and what tells each apart.
+
+    What is left is cut from the left ("…") to `width`, so a file's name stays in view.
+    """
+    split = [s.split("/") for s in sources]
+    shared = 0
+    while all(len(parts) > shared + 1 and parts[shared] == split[0][shared] for parts in split):
+        shared += 1
+    prefix = "/".join(split[0][:shared]) + "/" if shared else ""
+    if len(prefix) < 2:
+        prefix = ""
+    names = [s[len(prefix) :] for s in sources]
+    return prefix, [n if len(n) <= width else "…" + n[-(width - 1) :] for n in names]
 
 
 def entry() -> None:

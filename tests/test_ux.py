@@ -81,3 +81,34 @@ def test_json_on_failure_is_one_object_with_ok_false(tmp_path: Path) -> None:
     report = json.loads(changed.stdout)
     assert report["ok"] is False and report["files_failed"] == 1 and "a.jsonl" in report["error"]
     assert "changed since it was loaded" in report["error"] and report["table"] == "t"
+
+
+def test_status_at_80_columns_shows_what_tells_long_paths_apart(tmp_path: Path) -> None:
+    deep = tmp_path / "incoming-data-from-the-partner-sftp" / "exports-of-november-2026-full-resolution"
+    deep.mkdir(parents=True)
+    for i in range(3):
+        (deep / f"events-2026-11-24-partner-export-part-{i:04d}.jsonl").write_text(f'{{"x": {i}}}\n')
+    db = str(tmp_path / "db")
+    assert run("load", str(deep), "-t", "t", "--target", db, "-q").returncode == 0
+    (deep / "events-2026-11-24-partner-export-part-0009.jsonl").write_text('{"x": "not a number"}\n')
+    assert run("load", str(deep), "-t", "t", "--target", db, "-q", "--strict").returncode == 1
+
+    out = run("status", "--target", db, env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"table t, sources under {deep}/"
+    assert all(len(line) <= 80 for line in lines[1:])
+    for part in ("part-0000.jsonl", "part-0001.jsonl", "part-0002.jsonl", "part-0009.jsonl"):
+        assert sum(part in line for line in lines) == 1, out.stdout
+    assert any("failed" in line for line in lines)
+
+
+def test_a_png_chart_without_matplotlib_fails_before_the_benchmark(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    db = tmp_path / "db"
+    args = ["bench", str(tmp_path / "a.jsonl"), "--target", str(db), "--chart", str(tmp_path / "out.png")]
+    # matplotlib made unimportable (None in sys.modules), as where it is not installed.
+    code = f"import sys; sys.modules['matplotlib'] = None; from chute.cli import main; raise SystemExit(main({args!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "matplotlib" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert not db.exists() and not (tmp_path / "out.png").exists()
