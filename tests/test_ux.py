@@ -112,3 +112,32 @@ def test_a_png_chart_without_matplotlib_fails_before_the_benchmark(tmp_path: Pat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "matplotlib" in out.stderr and out.stderr.count("\n") == 1, out.stderr
     assert not db.exists() and not (tmp_path / "out.png").exists()
+
+
+def test_progress_bar_speaks_the_report_s_units_and_shows_the_rate_after_the_first_batch(
+    tmp_path: Path, target: str
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from chute import LoadOptions, load
+    from chute.progress import Progress
+
+    for i in range(3):
+        (tmp_path / f"f{i}.jsonl").write_text("".join(f'{{"k": {j}, "s": "{"x" * 500}"}}\n' for j in range(1000)))
+    shown: list[str] = []
+    screen = Console(file=io.StringIO(), width=200)
+    with Progress(enabled=True, console=Console(file=io.StringIO(), width=200)) as bar:
+
+        def update(files: int, rows: int, done: int) -> None:
+            bar.update(files, rows, done)
+            with screen.capture() as captured:
+                screen.print(bar.render())
+            shown.append(captured.get())
+
+        opts = LoadOptions(batch_files=1)
+        load([str(tmp_path / f"f{i}.jsonl") for i in range(3)], "t", target, opts, update, bar.start)
+    assert len(shown) == 3
+    assert "0.5/1.5 MiB" in shown[0] and "MiB/s" in shown[0] and "left" in shown[0] and "1/3 files" in shown[0]
+    assert "1.5/1.5 MiB" in shown[-1] and "3,000 rows" in shown[-1] and "0:00:00 left" in shown[-1]
