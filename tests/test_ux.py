@@ -141,3 +141,27 @@ def test_progress_bar_speaks_the_report_s_units_and_shows_the_rate_after_the_fir
     assert len(shown) == 3
     assert "0.5/1.5 MiB" in shown[0] and "MiB/s" in shown[0] and "left" in shown[0] and "1/3 files" in shown[0]
     assert "1.5/1.5 MiB" in shown[-1] and "3,000 rows" in shown[-1] and "0:00:00 left" in shown[-1]
+
+
+def test_directory_loads_say_what_they_skipped(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / ".git").mkdir(parents=True)
+    (data / "sub").mkdir()
+    (data / ".git" / "a.jsonl").write_text('{"x": 9}\n')
+    (data / "a.jsonl").write_text('{"x": 1}\n')
+    (data / "sub" / "b.jsonl").write_text('{"x": 2}\n')
+    (data / ".hidden.jsonl").write_text('{"x": 3}\n')
+    (data / "_SUCCESS").write_text("")
+    (data / "README.txt").write_text("about the data\n")
+    (data / "sub" / "notes.md").write_text("more\n")
+    out = run("load", str(data), "-t", "t", "--target", str(tmp_path / "db"), "--json")
+    report = json.loads(out.stdout)
+    assert report["ok"] and report["rows_loaded"] == 2
+    assert report["notes"] == [
+        "in directories, skipped 3 hidden (names starting with . or _; files and directories) "
+        "and 2 files of no known format, such as README.txt (--format reads them)"
+    ]
+    text = run("load", str(data / "sub"), "-t", "t", "--target", str(tmp_path / "db"))
+    assert "note: in directories, skipped 1 file of no known format, such as notes.md" in text.stdout
+    quiet = json.loads(run("load", str(data / "a.jsonl"), "-t", "t", "--target", str(tmp_path / "db"), "--json").stdout)
+    assert quiet["notes"] == []
