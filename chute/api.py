@@ -40,7 +40,7 @@ from chute.errors import (
 )
 from chute.ledger import Ledger, LedgerEntry
 from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place, scalar_type
-from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
+from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects, refuse_rejects_clash, refuse_reserved
 from chute.report import FileResult, LoadReport
 from chute.schema import (
     PROVENANCE_NAMES,
@@ -293,6 +293,7 @@ def load(
     table_name = TableName.parse(table)
     if table_name.table.startswith("_chute_"):
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
+    refuse_reserved(table_name)
     if opts.cluster is not None:
         if not opts.cluster.strip():
             raise UsageError("--cluster needs a cluster name")
@@ -303,7 +304,9 @@ def load(
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
-    latest = ledger.latest() if ledger.exists() else {}
+    has_ledger = ledger.exists()
+    latest = ledger.latest() if has_ledger else {}
+    refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = _table_meta(tgt, table_name)
     known = tuple((k, e.state) for k, e in latest.items())
     patterns = [sources] if isinstance(sources, str) else list(sources)

@@ -165,3 +165,27 @@ def test_directory_loads_say_what_they_skipped(tmp_path: Path) -> None:
     assert "note: in directories, skipped 1 file of no known format, such as notes.md" in text.stdout
     quiet = json.loads(run("load", str(data / "a.jsonl"), "-t", "t", "--target", str(tmp_path / "db"), "--json").stdout)
     assert quiet["notes"] == []
+
+
+def test_odd_table_names_are_refused_with_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"x": 1}\n{"x": "bad"}\n')
+    db = str(tmp_path / "db")
+    for name in ("system.query_log", "INFORMATION_SCHEMA.tables", "information_schema.t"):
+        out = run("load", str(data), "-t", name, "--target", db)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and "belongs to ClickHouse" in out.stderr, out.stderr
+    assert not Path(db).exists()
+
+    assert run("load", str(data), "-t", "t", "--target", db, "-q").returncode == 0  # one bad row: t_rejects
+    clash = run("load", str(data), "-t", "t_rejects", "--target", db)
+    assert clash.returncode == 2 and clash.stderr == (
+        "chute: error: table t_rejects is where chute keeps the bad rows of t; choose another table name\n"
+    )
+    assert run("load", str(data), "-t", "t", "--target", db, "-q").returncode == 0  # t_rejects is chute's
+
+    run("query", "CREATE TABLE u_rejects (id UInt64) ENGINE = MergeTree ORDER BY id", "--target", db)
+    theirs = run("load", str(data), "-t", "u", "--target", db)
+    assert theirs.returncode == 2 and "u_rejects exists and is not chute's rejects table" in theirs.stderr
+    assert theirs.stderr.count("\n") == 1
+    other = run("load", str(data), "-t", "v_rejects", "--target", db, "-q")  # no table v: an ordinary name
+    assert other.returncode == 0, other.stderr
