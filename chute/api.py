@@ -16,7 +16,6 @@ import functools
 import os
 import re
 import resource
-import tempfile
 import time
 import urllib.parse
 import uuid
@@ -50,6 +49,8 @@ from chute.schema import (
     structure,
     with_provenance,
 )
+from chute.scratch import scratch_file
+from chute.scratch import sweep as sweep_scratch
 from chute.sources import Source, SourceOptions, Unit, open_source, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
@@ -290,6 +291,7 @@ def load(
         raise UsageError("--delimiter must be a single character")
     ErrorBudget.parse(opts.max_errors)
     started = time.monotonic()
+    sweep_scratch()
     table_name = TableName.parse(table)
     if table_name.table.startswith("_chute_"):
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
@@ -339,6 +341,21 @@ def load(
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return report
+
+
+def _batch_label(batch: list[Unit]) -> str:
+    """How errors of a batch name it: by its files, never as "a batch"."""
+    if len(batch) == 1:
+        return batch[0].key
+    return f"{batch[0].key} (with {len(batch) - 1} more file{'s' if len(batch) > 2 else ''})"
+
+
+def _told_of(exc: ChuteError, batch: list[Unit], unit: Unit) -> ChuteError:
+    """A batch's error, told as the error of the one file the engine named in it."""
+    label = _batch_label(batch)
+    if str(exc).startswith(label):
+        exc.args = (unit.key + str(exc)[len(label) :],)
+    return exc
 
 
 class ServerRead(NamedTuple):
@@ -560,7 +577,7 @@ class _Loader:
             if unit.fmt.format != "JSONEachRow":
                 raise
         engine = self.target.engine
-        sample = os.path.join(tempfile.gettempdir(), f"chute-sample-{uuid.uuid4().hex}.jsonl")
+        sample = scratch_file("sample", ".jsonl")
         lines = self.source.table_expression(unit, "line String", "LineAsString")
         try:
             engine.execute(
@@ -568,7 +585,12 @@ class _Loader:
                 f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
                 context=context,
             )
+            if not os.path.getsize(sample):
+                raise SourceError(f"{context}: no line is a JSON object")
             return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self._format_settings())
+        except ChuteError as exc:  # the sample is chute's copy: name the user's file
+            exc.args = (str(exc).replace(sample, unit.key),)
+            raise
         finally:
             with contextlib.suppress(OSError):
                 os.remove(sample)
@@ -1374,7 +1396,7 @@ class _Loader:
                 selects,
                 settings,
                 count_by_source=by_source,
-                context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+                context=_batch_label(batch),
                 before_commit=self._unchanged_check(
                     batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch), null_check_off=check_off
                 ),
@@ -1513,7 +1535,7 @@ class _Loader:
         culprit = None if full else self._culprit(exc, batch)
         if len(batch) > 1 and culprit is not None:
             # The engine named the file: it alone takes the slow way; the rest retry together.
-            self.deferred.append((culprit, exc))
+            self.deferred.append((culprit, _told_of(exc, batch, culprit)))
             self._load_batch([u for u in batch if u is not culprit], plan)
             return
         if len(batch) > 1:
@@ -1577,7 +1599,7 @@ class _Loader:
                 selects,
                 settings,
                 count_by_source=True,
-                context=f"batch of {len(batch)} files, skipping bad rows",
+                context=f"{_batch_label(batch)}, skipping bad rows",
                 before_commit=check,
             )
         except _Unreconciled:

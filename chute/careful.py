@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
 from chute.schema import Column
+from chute.scratch import scratch_file
 from chute.sql import TableName, quote_ident, quote_str
 
 RAW_LIMIT = 4096
@@ -199,7 +199,7 @@ def check_json_lines(
     scratch = uuid.uuid4().hex[:12]
     lines = TableName(None, f"_chute_lines_{scratch}")
     parsed = TableName(None, f"_chute_parsed_{scratch}")
-    tagged_file = os.path.join(tempfile.gettempdir(), f"chute-lines-{scratch}.jsonl")
+    tagged_file = scratch_file("lines", ".jsonl")
     try:
         # Lines are numbered as the fast path numbers records: blank lines do not count.
         # Without blank lines (the usual case) that is the line number, with no sort.
@@ -306,7 +306,7 @@ def check_delimited(
     """Check CSV/TSV: records split by the engine's parser (all fields as text),
     bad records (wrong field count, broken quoting) recorded by the engine with
     their row numbers, values checked in SQL."""
-    errors_path = os.path.join(tempfile.gettempdir(), f"chute-errors-{uuid.uuid4().hex}.csv")
+    errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
     fields = [f"f{i}" for i in range(len(columns))]
     read_settings = {
         **settings,

@@ -189,3 +189,47 @@ def test_odd_table_names_are_refused_with_one_line(tmp_path: Path) -> None:
     assert theirs.stderr.count("\n") == 1
     other = run("load", str(data), "-t", "v_rejects", "--target", db, "-q")  # no table v: an ordinary name
     assert other.returncode == 0, other.stderr
+
+
+def test_scratch_copies_are_private_and_a_dead_run_s_are_removed(tmp_path: Path) -> None:
+    import stat
+
+    from chute.scratch import scratch_dir, scratch_file
+
+    path = scratch_file("sample", ".jsonl")
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert os.path.dirname(path) == scratch_dir() and stat.S_IMODE(os.stat(scratch_dir()).st_mode) == 0o700
+        assert f"-{os.getpid()}-" in os.path.basename(path)
+    finally:
+        os.remove(path)
+
+    dead_pid = subprocess.Popen(["true"])  # a process that no longer exists
+    dead_pid.wait()
+    stale = Path(scratch_dir()) / f"chute-sample-{dead_pid.pid}-0123abcd.jsonl"
+    stale.write_text('{"secret": 1}\n')
+    ours = Path(scratch_file("lines", ".jsonl"))  # this process is alive: kept
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    out = run("load", str(tmp_path / "a.jsonl"), "-t", "t", "--target", str(tmp_path / "db"), "-q")
+    assert out.returncode == 0, out.stderr
+    assert not stale.exists() and ours.exists()
+    ours.unlink()
+
+
+def test_messages_name_the_user_s_file_not_a_batch_or_a_scratch_copy(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{broken\nnot json\n")
+    out = run("load", str(broken), "-t", "b", "--target", db)
+    assert out.returncode == 2
+    assert out.stderr == f"chute: error: {broken}: cannot infer the schema: no line is a JSON object\n"
+
+    data = tmp_path / "d"
+    data.mkdir()
+    for name, value in (("a", "1"), ("b", '"abc"'), ("c", "3")):
+        (data / f"{name}.jsonl").write_text(f'{{"x": {value}}}\n')
+    assert run("load", str(data / "a.jsonl"), "-t", "t", "--target", db, "-q").returncode == 0
+    out = run("load", str(data), "-t", "t", "--target", db, "-q", "--strict")
+    assert out.returncode == 1
+    assert out.stderr.startswith(f"chute: error: {data / 'b.jsonl'}: ") and out.stderr.count("\n") == 1
+    assert "batch of" not in out.stderr and "chute-sample" not in out.stderr
