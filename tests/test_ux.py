@@ -233,3 +233,15 @@ def test_messages_name_the_user_s_file_not_a_batch_or_a_scratch_copy(tmp_path: P
     assert out.returncode == 1
     assert out.stderr.startswith(f"chute: error: {data / 'b.jsonl'}: ") and out.stderr.count("\n") == 1
     assert "batch of" not in out.stderr and "chute-sample" not in out.stderr
+
+
+def test_a_missing_ca_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    env = {"SSL_CERT_FILE": str(tmp_path / "nonexistent.pem")}
+    for target in ("https://127.0.0.1:9", str(tmp_path / "db")):
+        source = str(tmp_path / "a.jsonl") if target.startswith("https") else "https://127.0.0.1:9/a.jsonl"
+        out = run("load", source, "-t", "t", "--target", target, env=env)
+        assert out.returncode == 2 and out.stderr == (
+            f"chute: error: cannot set up TLS: SSL_CERT_FILE={tmp_path / 'nonexistent.pem'}: No such file or "
+            "directory (point it at CA certificates, or unset it)\n"
+        ), out.stderr
