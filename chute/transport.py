@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -183,9 +184,17 @@ class HttpClient:
         self._send(body, params, context or "insert", headers=headers)
 
 
-def check_connection(client: HttpClient) -> str:
-    """The server's version, or a one-line error saying why not."""
-    try:
-        return client.query("SELECT version()", context=f"connecting to {client.address.display}").strip()
-    except TransientTargetError as exc:
-        raise TargetError(str(exc)) from None
+def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.25) -> str:
+    """The server's version, or a one-line error saying why not.
+
+    Tried `attempts` times (a dropped connection passes), quickly: a wrong port
+    should not keep the user waiting long.
+    """
+    for attempt in range(attempts):
+        try:
+            return client.query("SELECT version()", context=f"connecting to {client.address.display}").strip()
+        except TransientTargetError as exc:
+            if attempt == attempts - 1:
+                raise TargetError(str(exc)) from None
+            time.sleep(backoff * 2**attempt)
+    raise AssertionError("unreachable")
