@@ -17,7 +17,6 @@ import os
 import random
 import re
 import resource
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -43,7 +42,7 @@ from chute.errors import (
 )
 from chute.ledger import Ledger, LedgerEntry
 from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place, scalar_type
-from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
+from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects, refuse_rejects_clash, refuse_reserved
 from chute.report import FileResult, LoadReport
 from chute.schema import (
     PROVENANCE_NAMES,
@@ -53,6 +52,8 @@ from chute.schema import (
     structure,
     with_provenance,
 )
+from chute.scratch import scratch_file
+from chute.scratch import sweep as sweep_scratch
 from chute.sources import Source, SourceOptions, Unit, open_source, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
@@ -314,9 +315,11 @@ def load(
         raise UsageError("--delimiter must be a single character")
     ErrorBudget.parse(opts.max_errors)
     started = time.monotonic()
+    sweep_scratch()
     table_name = TableName.parse(table)
     if table_name.table.startswith("_chute_"):
         raise UsageError(f"table names starting with _chute_ are reserved: {table}")
+    refuse_reserved(table_name)
     if opts.cluster is not None:
         if not opts.cluster.strip():
             raise UsageError("--cluster needs a cluster name")
@@ -328,7 +331,9 @@ def load(
     say_doing(f"loading {table_name}")
     exclude = [tgt.engine.path] if tgt.engine.path != MEMORY else []
     ledger = Ledger(tgt, table_name)
-    latest = ledger.latest() if ledger.exists() else {}
+    has_ledger = ledger.exists()
+    latest = ledger.latest() if has_ledger else {}
+    refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = _table_meta(tgt, table_name)
     known = tuple((k, e.state) for k, e in latest.items())
     patterns = [sources] if isinstance(sources, str) else list(sources)
@@ -361,6 +366,21 @@ def load(
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return report
+
+
+def _batch_label(batch: list[Unit]) -> str:
+    """How errors of a batch name it: by its files, never as "a batch"."""
+    if len(batch) == 1:
+        return batch[0].key
+    return f"{batch[0].key} (with {len(batch) - 1} more file{'s' if len(batch) > 2 else ''})"
+
+
+def _told_of(exc: ChuteError, batch: list[Unit], unit: Unit) -> ChuteError:
+    """A batch's error, told as the error of the one file the engine named in it."""
+    label = _batch_label(batch)
+    if str(exc).startswith(label):
+        exc.args = (unit.key + str(exc)[len(label) :],)
+    return exc
 
 
 class ServerRead(NamedTuple):
@@ -592,7 +612,7 @@ class _Loader:
             if unit.fmt.format != "JSONEachRow":
                 raise
         engine = self.target.engine
-        sample = os.path.join(tempfile.gettempdir(), f"chute-sample-{uuid.uuid4().hex}.jsonl")
+        sample = scratch_file("sample", ".jsonl")
         lines = self.source.table_expression(unit, "line String", "LineAsString")
         try:
             engine.execute(
@@ -600,7 +620,12 @@ class _Loader:
                 f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
                 context=context,
             )
+            if not os.path.getsize(sample):
+                raise SourceError(f"{context}: no line is a JSON object")
             return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self._format_settings())
+        except ChuteError as exc:  # the sample is chute's copy: name the user's file
+            exc.args = (str(exc).replace(sample, unit.key),)
+            raise
         finally:
             with contextlib.suppress(OSError):
                 os.remove(sample)
@@ -1526,7 +1551,7 @@ class _Loader:
                 selects,
                 settings,
                 count_by_source=by_source,
-                context=batch[0].key if len(batch) == 1 else f"batch of {len(batch)} files",
+                context=_batch_label(batch),
                 before_commit=self._unchanged_check(
                     batch, fix_rows=self._row_fix(batch) and self._parallel_parsing(batch), null_check_off=check_off
                 ),
@@ -1665,7 +1690,7 @@ class _Loader:
         culprit = None if full else self._culprit(exc, batch)
         if len(batch) > 1 and culprit is not None:
             # The engine named the file: it alone takes the slow way; the rest retry together.
-            self.deferred.append((culprit, exc))
+            self.deferred.append((culprit, _told_of(exc, batch, culprit)))
             self._load_batch([u for u in batch if u is not culprit], plan)
             return
         if len(batch) > 1:
@@ -1729,7 +1754,7 @@ class _Loader:
                 selects,
                 settings,
                 count_by_source=True,
-                context=f"batch of {len(batch)} files, skipping bad rows",
+                context=f"{_batch_label(batch)}, skipping bad rows",
                 before_commit=check,
             )
         except _Unreconciled:

@@ -262,6 +262,18 @@ def render_rows(report: BenchReport) -> list[list[str]]:
 HEADERS = ["method", "seconds", "rows/s", "MB/s in", "bytes sent", "table on disk", "vs fastest"]
 
 
+def check_chart(path: str) -> None:
+    """Refuse a chart that cannot be written, before the benchmark runs for minutes."""
+    import importlib.util
+
+    if path.lower().endswith((".html", ".htm")):
+        return
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError(
+            f"--chart {path}: a PNG chart needs matplotlib: pip install 'chute[chart]', or give a .html path"
+        )
+
+
 def write_chart(report: BenchReport, path: str) -> None:
     """Seconds and table size per method, as PNG (matplotlib) or HTML (no dependency)."""
     if path.lower().endswith((".html", ".htm")):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
 from chute.schema import Column
+from chute.scratch import scratch_file
 from chute.sql import TableName, quote_ident, quote_str
 
 RAW_LIMIT = 4096
@@ -236,7 +236,7 @@ def check_json_lines(
     scratch = uuid.uuid4().hex[:12]
     lines = TableName(None, f"_chute_lines_{scratch}")
     parsed = TableName(None, f"_chute_parsed_{scratch}")
-    tagged_file = os.path.join(tempfile.gettempdir(), f"chute-lines-{scratch}.jsonl")
+    tagged_file = scratch_file("lines", ".jsonl")
     try:
         # Lines are numbered as the fast path numbers records: blank lines do not count.
         # Without blank lines (the usual case) that is the line number, with no sort.
@@ -352,7 +352,7 @@ def check_delimited(
     their row numbers, values checked in SQL. A quote that is never closed would
     swallow the rest of the file: that record is its first line alone, and the
     lines after it are read again as records (`header_lines`: 0 or 1, None to look)."""
-    errors_path = os.path.join(tempfile.gettempdir(), f"chute-errors-{uuid.uuid4().hex}.csv")
+    errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
     fields = [f"f{i}" for i in range(len(columns))]
     read_settings = {
         **settings,
@@ -494,8 +494,7 @@ def _check_rest(
     settings: dict[str, str | int | float],
 ) -> CheckedRows:
     """The records of the lines after `line` (1-based), checked as a file of their own."""
-    fd, path = tempfile.mkstemp(prefix="chute-rest-", suffix=".csv")
-    os.close(fd)
+    path = scratch_file("rest", ".csv")
     try:
         engine.execute(
             f"INSERT INTO FUNCTION file({quote_str(path)}, 'LineAsString', 'line String') "

@@ -8,7 +8,9 @@ import dataclasses
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from chute import __version__
 from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
@@ -22,32 +24,145 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="chute", description="Fast, exactly-once bulk loads into ClickHouse.")
+class ArgsError(Exception):
+    """The command line did not parse; the message is one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, with a guess for a mistyped option.
+
+    argparse prints the whole usage and exits; this parser raises ``ArgsError``, and
+    ``main`` prints one line (or a JSON object under ``--json``) and exits with 2.
+    """
+
+    argv: Sequence[str] = ()
+    known: Sequence[str] = ()
+    """The option strings the command line may use (this command's and the global ones)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgsError(self._unknown_option() or _command_guess(self, message) or message)
+
+    def _unknown_option(self) -> str | None:
+        """'unknown option --tabel (did you mean --table?)' for the first option nobody knows."""
+        import difflib
+
+        for word in self.argv:
+            if word == "--":
+                break
+            name = word.split("=", 1)[0]
+            if not name.startswith("-") or name == "-" or name.lstrip("-").replace(".", "").isdigit():
+                continue
+            if any(o == name or (name.startswith("--") and o.startswith(name)) for o in self.known):
+                continue
+            close = difflib.get_close_matches(name, [o for o in self.known if o.startswith("--")], n=1, cutoff=0.6)
+            return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else " (see --help)")
+        return None
+
+
+def _command_guess(parser: argparse.ArgumentParser, message: str) -> str | None:
+    """'unknown command 'lod' (did you mean load?)' for a mistyped command."""
+    import difflib
+
+    commands = list(_subparsers(parser))
+    if not message.startswith("argument COMMAND: invalid choice") or not commands:
+        return None
+    word = message.split("'")[1] if "'" in message else ""
+    close = difflib.get_close_matches(word, commands, n=1)
+    return f"unknown command {word!r}" + (
+        f" (did you mean {close[0]}?)" if close else f": one of {', '.join(commands)}"
+    )
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for action in parser._actions for s in action.option_strings]
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _arm(parser: _Parser, argv: Sequence[str]) -> None:
+    """Tell every parser the command line and the options its command knows."""
+    commands = _subparsers(parser)
+    chosen = next((w for w in argv if not w.startswith("-")), "")
+    parser.argv = argv
+    parser.known = _option_strings(parser) + (_option_strings(commands[chosen]) if chosen in commands else [])
+    for sub in commands.values():
+        if isinstance(sub, _Parser):
+            sub.argv, sub.known = argv, _option_strings(sub) + _option_strings(parser)
+
+
+def _command(sub: Any, name: str, summary: str, examples: str, description: str = "") -> argparse.ArgumentParser:
+    """A subcommand with its one-line summary, a description and examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(f"{summary[0].upper()}{summary[1:]}. {description}".strip(), 79),
+        epilog="examples:\n" + "".join(f"  {line}\n" for line in examples.strip().splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def _target_options(p: argparse.ArgumentParser, target_help: str) -> None:
+    p.add_argument("--target", help=target_help)
+    p.add_argument("--password-file", metavar="FILE", help="file holding the server password (server targets)")
+    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https targets)")
+
+
+TARGET_HELP = (
+    "embedded database directory, or http(s)://[user[:password]@]host:port[/database] "
+    "(default $CHUTE_TARGET, else a server from $CLICKHOUSE_HOST, else ./chute.db)"
+)
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="chute", description="Fast, exactly-once bulk loads into ClickHouse.")
     parser.add_argument("--version", action="version", version=f"chute {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _load_parser(sub)
+    _export_parser(sub)
+    _design_parser(sub)
+    _bench_parser(sub)
+    _status_parser(sub)
+    _query_parser(sub)
+    _time_queries_parser(sub)
+    return parser
 
-    p = sub.add_parser("load", help="load files into a table, exactly once")
+
+def _load_parser(sub: Any) -> None:
+    p = _command(
+        sub,
+        "load",
+        "load files into a table, exactly once",
+        """
+chute load data/ --table events              # every known file under data/, into ./chute.db
+chute load 'logs/**/*.json.gz' -t logs --target http://localhost:8123
+chute load s3://bucket/events/ -t events --s3-endpoint http://127.0.0.1:9000
+chute load postgresql://me@db:5432/shop/orders -t orders --cursor updated_at
+chute load kafka://broker:9092/clicks -t clicks --follow
+""",
+        "Re-running the same command loads only what is new: the ledger in the target remembers "
+        "every file (path, size, mtime) that was loaded.",
+    )
     p.add_argument(
         "sources",
         nargs="+",
         metavar="SOURCE",
         help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs; "
-        "postgresql:// or mysql://user@host:port/db/table",
+        "hdfs://namenode:port/path; postgresql:// or mysql://user@host:port/db/table; "
+        "kafka://broker:port/topic",
     )
     p.add_argument("--table", "-t", required=True, help="table or db.table")
-    p.add_argument(
-        "--target",
-        help="embedded database directory, or http(s)://[user[:password]@]host:port[/database] "
-        "(default $CHUTE_TARGET, else a server from $CLICKHOUSE_HOST, else ./chute.db)",
-    )
-    p.add_argument("--password-file", help="file holding the server password")
-    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https targets)")
+    _target_options(p, TARGET_HELP)
     p.add_argument("--connections", type=int, default=2, help="parallel connections to a server (default 2)")
     p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
     p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
-    p.add_argument("--delimiter", help="CSV field delimiter")
+    p.add_argument("--delimiter", help="CSV field delimiter, one character")
     p.add_argument("--workers", type=int, help="engine threads (default: all cores)")
     p.add_argument(
         "--worker-id",
@@ -68,7 +183,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-provenance", action="store_true", help="no _source/_source_mtime/_source_row/_load_id")
     p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
     p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
-    p.add_argument("--batch-mb", type=int, default=DEFAULT_BATCH_BYTES // 2**20, help="bytes per insert batch")
+    p.add_argument(
+        "--batch-mb",
+        type=int,
+        default=DEFAULT_BATCH_BYTES // 2**20,
+        help=f"MiB of input per insert batch (default {DEFAULT_BATCH_BYTES // 2**20})",
+    )
     p.add_argument(
         "--method",
         choices=("auto", "convert", "pass-through", "server-side"),
@@ -111,10 +231,20 @@ def _parser() -> argparse.ArgumentParser:
         help="memory for one batch, e.g. 1GB (default a quarter of RAM); sorting by partition spills to disk "
         "past half of it, big text files load in ranges of a sixteenth of it",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object as the report")
+    p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
     p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
 
-    e = sub.add_parser("export", help="write a table or query to files, one per partition, in parallel")
+
+def _export_parser(sub: Any) -> None:
+    e = _command(
+        sub,
+        "export",
+        "write a table or query to files, one per partition, in parallel",
+        """
+chute export events out/ --partition-by 'toYYYYMM(ts)'
+chute export 'SELECT * FROM events WHERE day = today()' s3://bucket/daily/ --format parquet
+""",
+    )
     e.add_argument("source", metavar="TABLE_OR_QUERY", help="db.table, or a SELECT")
     e.add_argument(
         "dest", metavar="DEST", help="a local directory or s3://bucket/prefix/ (re-runs skip finished partitions)"
@@ -125,58 +255,97 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
     e.add_argument("--workers", type=int, help="partitions written at once (default: all cores)")
     e.add_argument("--s3-endpoint", help="s3:// destinations: an S3-compatible endpoint, http(s)://host:port")
-    e.add_argument("--target")
-    e.add_argument("--password-file")
-    e.add_argument("--insecure", action="store_true")
+    _target_options(e, "where the table is: " + TARGET_HELP)
     e.add_argument("--json", action="store_true", help="print one JSON object as the report")
-    e.add_argument("--quiet", "-q", action="store_true")
+    e.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
 
-    d = sub.add_parser("design", help="propose a table layout, measured on a sample")
-    d.add_argument("sources", nargs="+", metavar="SOURCE")
+
+def _design_parser(sub: Any) -> None:
+    d = _command(
+        sub,
+        "design",
+        "propose a table layout, measured on a sample",
+        """
+chute design data/ --table events > events.sql      # then: chute load data/ -t events --design events.sql
+chute design 'logs/*.csv.gz' --enums --time-budget 30
+""",
+    )
+    d.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to sample, as for load")
     d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
     d.add_argument("--target", help="embedded directory where the sample is measured (default ./chute.db)")
-    d.add_argument("--sample-rows", type=int, default=300_000)
-    d.add_argument("--format")
-    d.add_argument("--compression")
-    d.add_argument("--delimiter")
+    d.add_argument("--sample-rows", type=int, default=300_000, help="rows to sample (default 300000)")
+    d.add_argument("--format", help="input format, as for load (default: by extension)")
+    d.add_argument("--compression", help="input compression, as for load (default: by extension)")
+    d.add_argument("--delimiter", help="CSV field delimiter, one character")
     d.add_argument("--enums", action="store_true", help="allow Enum8 for strings with a few values")
     d.add_argument("--no-provenance", action="store_true", help="leave the provenance columns out")
     d.add_argument("--time-budget", type=float, default=60.0, help="seconds to spend measuring (default 60)")
 
-    b = sub.add_parser("bench", help="time every load method that fits your data and target")
-    b.add_argument("sources", nargs="+", metavar="SOURCE")
-    b.add_argument("--target", help="embedded directory or http(s):// server (scratch tables, dropped afterwards)")
-    b.add_argument("--format")
-    b.add_argument("--compression")
-    b.add_argument("--password-file")
-    b.add_argument("--insecure", action="store_true")
-    b.add_argument("--chart", help="write a chart: .png (needs matplotlib) or .html")
-    b.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("status", help="the ledger: state of every loaded file")
-    s.add_argument("--table", "-t")
-    s.add_argument("--target")
-    s.add_argument("--password-file")
-    s.add_argument("--insecure", action="store_true")
-    s.add_argument("--json", action="store_true")
+def _bench_parser(sub: Any) -> None:
+    b = _command(
+        sub,
+        "bench",
+        "time every load method that fits your data and target",
+        """
+chute bench data/ --target http://localhost:8123
+chute bench 'data/*.parquet' --chart bench.html
+""",
+    )
+    b.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to load, as for load")
+    _target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
+    b.add_argument("--format", help="input format, as for load (default: by extension)")
+    b.add_argument("--compression", help="input compression, as for load (default: by extension)")
+    b.add_argument("--chart", metavar="FILE", help="write a chart: .png (needs matplotlib) or .html")
+    b.add_argument("--json", action="store_true", help="print one JSON object as the report")
 
-    q = sub.add_parser("query", help="run SQL in the target")
-    q.add_argument("sql")
-    q.add_argument("--target")
-    q.add_argument("--password-file")
-    q.add_argument("--insecure", action="store_true")
+
+def _status_parser(sub: Any) -> None:
+    s = _command(
+        sub,
+        "status",
+        "the ledger: state of every loaded file",
+        """
+chute status                          # every table of ./chute.db
+chute status --table events --target http://localhost:8123 --json
+""",
+    )
+    s.add_argument("--table", "-t", help="only this table (default: all tables)")
+    _target_options(s, TARGET_HELP)
+    s.add_argument("--json", action="store_true", help="print the rows as one JSON array")
+
+
+def _query_parser(sub: Any) -> None:
+    q = _command(
+        sub,
+        "query",
+        "run SQL in the target",
+        """
+chute query 'SELECT count() FROM events'
+chute query 'SELECT * FROM events LIMIT 10' --format JSONEachRow --target http://localhost:8123
+""",
+    )
+    q.add_argument("sql", metavar="SQL", help="one SQL statement")
+    _target_options(q, TARGET_HELP)
     q.add_argument(
         "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
     )
 
-    tq = sub.add_parser("time-queries", help="time every .sql file in a directory, from the engine's query log")
+
+def _time_queries_parser(sub: Any) -> None:
+    tq = _command(
+        sub,
+        "time-queries",
+        "time every .sql file in a directory, from the engine's query log",
+        """
+chute time-queries queries/ --tries 5
+chute time-queries queries/ --target http://localhost:8123 --json
+""",
+    )
     tq.add_argument("directory", metavar="DIR_OF_SQL", help="one query per .sql file, run in name order")
-    tq.add_argument("--target")
+    _target_options(tq, TARGET_HELP)
     tq.add_argument("--tries", type=int, default=3, help="measured runs per query, after one warm-up (default 3)")
-    tq.add_argument("--password-file")
-    tq.add_argument("--insecure", action="store_true")
     tq.add_argument("--json", action="store_true", help="print one JSON object as the report")
-    return parser
 
 
 ALLOCATOR_CONF = "background_thread:true,dirty_decay_ms:1000"
@@ -188,7 +357,13 @@ pages back within a second, not five, so the process's RSS follows what the engi
 def main(argv: Sequence[str] | None = None) -> int:
     if "chdb" not in sys.modules:  # the command owns its process; a user's setting wins
         os.environ.setdefault("JE_MALLOC_CONF", ALLOCATOR_CONF)
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    _arm(parser, words)
+    try:
+        args = parser.parse_args(words)
+    except ArgsError as exc:
+        return _fail(str(exc), EXIT_USAGE, as_json="--json" in words)
     try:
         if args.command == "load":
             return _load(args)
@@ -208,11 +383,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChuteError as exc:
         if args.debug:
             raise
-        print(f"chute: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, (UsageError, SourceError)) else EXIT_FAILED
+        code = EXIT_USAGE if isinstance(exc, (UsageError, SourceError)) else EXIT_FAILED
+        return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
         print("chute: interrupted; re-run the same command to finish the load", file=sys.stderr)
         return 130
+
+
+def _fail(message: str, code: int, as_json: bool) -> int:
+    """One line on stderr; under --json also one object on stdout, so a script always gets JSON."""
+    if as_json:
+        print(json.dumps({"ok": False, "error": message}, indent=2))
+    print(f"chute: error: {message}", file=sys.stderr)
+    return code
 
 
 def _load(args: argparse.Namespace) -> int:
@@ -270,16 +453,19 @@ def _load(args: argparse.Namespace) -> int:
             on_plan=progress.start,
             on_ddl=(lambda ddl: print(f"created table:\n{ddl}", file=sys.stderr)) if show else None,
         )
+    failures = [
+        f.error if f.source in f.error else f"{f.source}: {f.error}" for f in report.files if f.state == "failed"
+    ]
     if args.json:
-        print(report.to_json())
+        fields = report.to_dict()
+        if failures:
+            more = f" (and {len(failures) - 1} more failed)" if len(failures) > 1 else ""
+            fields["error"] = failures[0] + more
+        print(json.dumps(fields, indent=2))
     elif not args.quiet:
         _print_report(report)
-    for f in report.files:
-        if f.state == "failed":
-            print(
-                f"chute: error: {f.error}" if f.source in f.error else f"chute: error: {f.source}: {f.error}",
-                file=sys.stderr,
-            )
+    for failure in failures:
+        print(f"chute: error: {failure}", file=sys.stderr)
     if report.rows_rejected:
         rows = "row" if report.rows_rejected == 1 else "rows"
         message = f"{report.rows_rejected} {rows} rejected; see table {report.table}_rejects"
@@ -402,8 +588,10 @@ def _bench(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from chute.bench import HEADERS, bench, render_rows, write_chart
+    from chute.bench import HEADERS, bench, check_chart, render_rows, write_chart
 
+    if args.chart:
+        check_chart(args.chart)
     console = Console(file=sys.stderr)
     options = LoadOptions(
         format=args.format, compression=args.compression, password_file=args.password_file, insecure=args.insecure
@@ -499,27 +687,72 @@ def _status(args: argparse.Namespace) -> int:
         print("nothing loaded yet")
         return EXIT_OK
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table("table", "source", "state", "rows loaded", "rows rejected", "at", "last error")
+    console = Console(soft_wrap=False)
+    tables: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        table.add_row(
-            r["table"],
-            os.path.relpath(r["source"]) if len(r["source"]) > 60 else r["source"],
-            r["state"],
-            f"{int(r['rows_loaded']):,}",
-            f"{int(r['rows_rejected']):,}",
-            r["at"],
-            r["last_error"][:80],
-        )
-    Console(soft_wrap=False).print(table)
+        tables.setdefault(str(r["table"]), []).append(r)
+    for name, of_table in tables.items():
+        _print_status_table(console, name, of_table)
     claimed = [r for r in rows if r.get("claimed_by")]
     if claimed:
-        claims = Table("worker", "source", "claimed since", "lease ends", title="live claims (loading now)")
-        for r in claimed:
-            claims.add_row(r["claimed_by"], r["source"], r["claimed_since"], r["lease_end"])
-        Console(soft_wrap=False).print(claims)
+        from rich import box
+        from rich.table import Table
+
+        prefix, names = _distinct_parts([str(r["source"]) for r in claimed], max(16, console.width - 60))
+        console.print("live claims (loading now)" + (f", sources under {prefix}" if prefix else ""), markup=False)
+        claims = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("worker", "source", "since", "lease ends"):
+            claims.add_column(column, no_wrap=True)
+        for r, source in zip(claimed, names, strict=True):
+            claims.add_row(str(r["claimed_by"]), source, str(r["claimed_since"]), str(r["lease_end"]))
+        console.print(claims)
     return EXIT_OK
+
+
+def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:
+    """One table's ledger rows; long source paths shown by what tells them apart."""
+    from rich import box
+    from rich.table import Table
+
+    errors = any(r["last_error"] for r in rows)
+    loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
+    at = [str(r["at"])[:19] for r in rows]  # to the second
+    # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
+    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([16] if errors else [])]
+    budget = console.width - sum(others) - 3 * (len(others) + 1)
+    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    console.print(
+        f"table {name}" + (f", sources under {prefix}" if prefix else ""), markup=False, highlight=False, soft_wrap=True
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("source", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("loaded", justify="right", no_wrap=True)
+    table.add_column("rejected", justify="right", no_wrap=True)
+    table.add_column("at", no_wrap=True)
+    if errors:
+        table.add_column("last error", overflow="fold", ratio=1)
+    for r, source, count, when in zip(rows, names, loaded, at, strict=True):
+        cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
+        table.add_row(*cells, *([str(r["last_error"])[:200]] if errors else []))
+    console.print(table)
+
+
+def _distinct_parts(sources: list[str], width: int) -> tuple[str, list[str]]:
+    """The directory all sources share (shown once), and what tells each apart.
+
+    What is left is cut from the left ("…") to `width`, so a file's name stays in view.
+    """
+    split = [s.split("/") for s in sources]
+    shared = 0
+    while all(len(parts) > shared + 1 and parts[shared] == split[0][shared] for parts in split):
+        shared += 1
+    prefix = "/".join(split[0][:shared]) + "/" if shared else ""
+    if len(prefix) < 2:
+        prefix = ""
+    names = [s[len(prefix) :] for s in sources]
+    return prefix, [n if len(n) <= width else "…" + n[-(width - 1) :] for n in names]
 
 
 def entry() -> None:

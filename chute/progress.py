@@ -1,4 +1,10 @@
-"""A progress bar on a terminal (files, rows, MB/s, ETA); silent otherwise."""
+"""A progress bar on a terminal (bytes, files, rows, rate, ETA); silent otherwise.
+
+Sizes and rates are binary (KiB, MiB, GiB), as the final report prints them. The rate
+and the time left are measured from the start of the load, so they show from the
+first finished batch on. The bar moves when a batch of files is done: the engine
+reads a batch's files in one statement, and tells nothing per file.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,18 @@ import time
 from types import TracebackType
 from typing import Any
 
+from chute.report import human_bytes
+
 
 class Progress:
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, console: Any = None) -> None:
         self.enabled = enabled
+        self._console = console
+        """A rich Console to draw on (default: one on stderr)."""
         self._bar: Any = None
         self._task: Any = None
         self._files = 0
+        self._total = 0
         self._started = time.monotonic()
 
     def __enter__(self) -> Progress:
@@ -29,30 +40,45 @@ class Progress:
         if not self.enabled or files == 0:
             return
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
+        from rich.progress import BarColumn, DownloadColumn, TextColumn
         from rich.progress import Progress as RichProgress
 
-        self._files = files
+        self._files, self._total = files, total_bytes
+        self._started = time.monotonic()
         self._bar = RichProgress(
             TextColumn("[bold]loading"),
             BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
+            DownloadColumn(binary_units=True),
+            TextColumn("{task.fields[rate]}"),
             TextColumn("{task.fields[files]} files, {task.fields[rows]} rows"),
-            TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
+            TextColumn("{task.fields[eta]}"),
+            console=self._console or Console(file=sys.stderr),
             transient=True,
         )
-        self._task = self._bar.add_task("load", total=total_bytes, files=f"0/{files}", rows="0")
+        self._task = self._bar.add_task("load", total=total_bytes, files=f"0/{files}", rows="0", rate="", eta="")
         self._bar.start()
 
     def update(self, files_done: int, rows: int, bytes_done: int) -> None:
         if self._bar is None:
             return
-        self._bar.update(self._task, completed=bytes_done, files=f"{files_done}/{self._files}", rows=f"{rows:,}")
+        self._bar.update(
+            self._task,
+            completed=bytes_done,
+            files=f"{files_done}/{self._files}",
+            rows=f"{rows:,}",
+            **self._pace(bytes_done),
+        )
+
+    def _pace(self, bytes_done: int) -> dict[str, str]:
+        """The rate since the start, and the time left at that rate."""
+        seconds = time.monotonic() - self._started
+        if bytes_done <= 0 or seconds <= 0:
+            return {"rate": "", "eta": ""}
+        rate = bytes_done / seconds
+        left = max(0, self._total - bytes_done) / rate
+        minutes, secs = divmod(round(left), 60)
+        return {"rate": f"{human_bytes(rate)}/s", "eta": f"{minutes // 60}:{minutes % 60:02d}:{secs:02d} left"}
+
+    def render(self) -> Any:
+        """What the bar shows now (for tests and other renderers); None before start."""
+        return None if self._bar is None else self._bar.get_renderable()

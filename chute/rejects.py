@@ -115,3 +115,41 @@ class ErrorBudget:
             f"{rejected} of {total} rows rejected, over the default limit (10% and {DEFAULT_FREE_ROWS} rows; "
             "set --max-errors to allow more)"
         )
+
+
+RESERVED_DATABASES = frozenset({"system", "information_schema"})
+"""The server's own databases: never a load's target."""
+
+
+def refuse_reserved(table: TableName) -> None:
+    """`system.query_log` and the like: refused before anything is opened."""
+    if table.database is not None and table.database.lower() in RESERVED_DATABASES:
+        raise UsageError(f"table {table}: database {table.database} belongs to ClickHouse; load into another database")
+
+
+def refuse_rejects_clash(target: Target, table: TableName, ledger: TableName | None) -> None:
+    """A load's table and chute's `<table>_rejects` tables must not be each other.
+
+    - `t_rejects` is refused when chute loads `t` (the ledger knows it, or `t` has
+      provenance columns): its bad rows go to `t_rejects`.
+    - `t` is refused when a `t_rejects` exists that is not a rejects table (it lacks
+      the rejects columns): bad rows of `t` would be written into someone's data.
+    """
+    if table.table.endswith("_rejects") and table.table != "_rejects":
+        base = TableName(table.database, table.table.removesuffix("_rejects"))
+        columns = {c.name for c in target.table_columns(base) or []}
+        known = ledger is not None and int(
+            target.rows(
+                f"SELECT count() AS n FROM {ledger.sql} WHERE `table` = {quote_str(str(base))}",
+                context="reading the ledger",
+            )[0]["n"]
+        )
+        if known or {"_source", "_load_id"} <= columns:
+            raise UsageError(f"table {table} is where chute keeps the bad rows of {base}; choose another table name")
+    rejects = table.with_suffix("_rejects")
+    found = target.table_columns(rejects)
+    if found is not None and not set(REJECT_COLUMNS) <= {c.name for c in found}:
+        raise UsageError(
+            f"table {rejects} exists and is not chute's rejects table: bad rows of {table} go to {rejects}; "
+            f"rename that table, or load into another one"
+        )

@@ -76,6 +76,7 @@ class LoadReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": self.ok,
             "load_id": self.load_id,
             "table": self.table,
             "target": self.target,
@@ -112,7 +113,7 @@ def human_bytes(n: float) -> str:
 
 def render_text(report: LoadReport) -> list[tuple[str, str]]:
     """The final report as (label, value) rows, for any renderer."""
-    mb_s = report.bytes_in / 1e6 / report.seconds if report.seconds > 0 else 0.0
+    mib_s = report.bytes_in / 2**20 / report.seconds if report.seconds > 0 else 0.0
     return [
         ("table", report.table),
         ("target", report.target),
@@ -126,6 +127,6 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
         ("bytes in", human_bytes(report.bytes_in)),
         *([("bytes sent", human_bytes(report.bytes_sent))] if report.bytes_sent else []),
         ("seconds", f"{report.seconds:.2f}"),
-        ("speed", f"{report.rows_per_s:,.0f} rows/s, {mb_s:.1f} MB/s"),
+        ("speed", f"{report.rows_per_s:,.0f} rows/s, {mib_s:.1f} MiB/s"),
         ("table", f"{report.table_rows:,} rows, {human_bytes(report.table_bytes_on_disk)} on disk"),
     ]

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-import uuid
 from dataclasses import dataclass
 
 from chute.engine import Engine, Settings, render_settings
+from chute.scratch import scratch_file
 from chute.sql import quote_str
 
 ERRORS_STRUCTURE = (
@@ -93,4 +93,4 @@ def kept_row_to_position(bad_by_source: dict[str, list[int]]) -> str:
 
 
 def scratch_path() -> str:
-    return os.path.join(tempfile.gettempdir(), f"chute-bad-lines-{uuid.uuid4().hex}.txt")
+    return scratch_file("bad-lines", ".txt")

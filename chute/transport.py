@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -85,12 +86,29 @@ class ServerAddress:
         return cls(scheme, host, port, user, password, database)
 
 
+def http_client(**options: Any) -> httpx.Client:
+    """An httpx client; a TLS setup that fails (SSL_CERT_FILE naming no file) is one line."""
+    import ssl
+
+    try:
+        return httpx.Client(**options)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        # httpx reads SSL_CERT_FILE if set, else SSL_CERT_DIR.
+        name = next((n for n in ("SSL_CERT_FILE", "SSL_CERT_DIR") if n in os.environ), None)
+        if name is not None:
+            raise UsageError(
+                f"cannot set up TLS: {name}={os.environ[name]}: {reason} (point it at CA certificates, or unset it)"
+            ) from None
+        raise UsageError(f"cannot set up TLS: {reason}") from None
+
+
 class HttpClient:
     """Statements and inserts over ClickHouse's HTTP interface."""
 
     def __init__(self, address: ServerAddress, verify_tls: bool = True, timeout: float = 300.0) -> None:
         self.address = address
-        self._client = httpx.Client(
+        self._client = http_client(
             base_url=address.base_url,
             auth=httpx.BasicAuth(address.user, address.password),
             verify=verify_tls,
@@ -166,9 +184,17 @@ class HttpClient:
         self._send(body, params, context or "insert", headers=headers)
 
 
-def check_connection(client: HttpClient) -> str:
-    """The server's version, or a one-line error saying why not."""
-    try:
-        return client.query("SELECT version()", context=f"connecting to {client.address.display}").strip()
-    except TransientTargetError as exc:
-        raise TargetError(str(exc)) from None
+def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.25) -> str:
+    """The server's version, or a one-line error saying why not.
+
+    Tried `attempts` times (a dropped connection passes), quickly: a wrong port
+    should not keep the user waiting long.
+    """
+    for attempt in range(attempts):
+        try:
+            return client.query("SELECT version()", context=f"connecting to {client.address.display}").strip()
+        except TransientTargetError as exc:
+            if attempt == attempts - 1:
+                raise TargetError(str(exc)) from None
+            time.sleep(backoff * 2**attempt)
+    raise AssertionError("unreachable")

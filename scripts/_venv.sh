@@ -18,5 +18,7 @@ ensure_venv() {
         fi
     fi
     "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-    (cd "$ROOT" && "$VENV/bin/python" -m pip install -q -e "$spec")
+    # PYTHONWARNINGS: setuptools warns on every editable install ("Editable installation... be careful with
+    # folders ... with the same name as your package"), a banner of 10 lines that is no problem here.
+    (cd "$ROOT" && PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip install -q -e "$spec")
 }

@@ -54,11 +54,36 @@ def _known_extension(name: str) -> bool:
     return bool(parts) and parts[-1] in FORMAT_BY_EXTENSION
 
 
-def _walk(directory: str) -> list[str]:
+class Skipped:
+    """What a directory walk left out, counted for the report's notes."""
+
+    def __init__(self) -> None:
+        self.hidden = 0
+        """Files and directories whose names start with "." (and files starting with "_", as _SUCCESS)."""
+        self.unknown = 0
+        """Files whose extension is not a known format."""
+        self.example = ""
+
+    def notes(self) -> list[str]:
+        parts = []
+        if self.hidden:
+            parts.append(f"{self.hidden} hidden (names starting with . or _; files and directories)")
+        if self.unknown:
+            files = "file" if self.unknown == 1 else "files"
+            parts.append(f"{self.unknown} {files} of no known format, such as {self.example} (--format reads them)")
+        if not parts:
+            return []
+        return ["in directories, skipped " + " and ".join(parts)]
+
+
+def _walk(directory: str, skipped: Skipped) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(directory):
+        skipped.hidden += sum(1 for d in dirs if d.startswith("."))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_")))
+        shown = [f for f in sorted(files) if not f.startswith((".", "_"))]
+        skipped.hidden += len(files) - len(shown)
+        found.extend(os.path.join(root, f) for f in shown)
     return found
 
 
@@ -95,13 +120,19 @@ class FileSource(EngineRowNumbers):
         self.compression_override = compression_override
         self.split_bytes = split_bytes
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
+        self.notes: list[str] = []
+        """For the report: what directory walks skipped, and why."""
 
     def _paths(self) -> list[str]:
         paths: list[str] = []
+        skipped = Skipped()
         for pattern in self.patterns:
             if os.path.isdir(pattern):
-                listed = _walk(pattern)
+                listed = _walk(pattern, skipped)
                 if not self.format_override:
+                    unknown = [p for p in listed if not _known_extension(p)]
+                    skipped.unknown += len(unknown)
+                    skipped.example = skipped.example or (os.path.basename(unknown[0]) if unknown else "")
                     listed = [p for p in listed if _known_extension(p)]
                 paths.extend(listed)
             elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
@@ -115,6 +146,7 @@ class FileSource(EngineRowNumbers):
                 paths.append(pattern)
             else:
                 raise SourceError(f"{pattern}: no such file or directory")
+        self.notes = skipped.notes()
         unique: dict[str, None] = {}
         for p in paths:
             full = os.path.abspath(p)

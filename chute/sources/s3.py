@@ -35,6 +35,7 @@ from chute.sources.files import EngineRowNumbers, _known_extension, expand_brace
 from chute.sources.sigv4 import Credentials, canonical_query, quote_path, sign
 from chute.sources.url import http_date_ns
 from chute.sql import quote_str
+from chute.transport import http_client
 
 GLOB_CHARS = frozenset("*?[")
 ENGINE_GLOB_CHARS = frozenset("*?[]{}")
@@ -187,7 +188,7 @@ class S3Source(EngineRowNumbers):
         """One client (thread-safe, keeps connections alive) for every request of this source."""
         with self._lock:
             if self._http is None:
-                self._http = httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=False)
+                self._http = http_client(timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=False)
             return self._http
 
     def _region(self, bucket: str) -> str:

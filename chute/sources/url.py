@@ -36,6 +36,7 @@ from chute.schema import Column
 from chute.sources import Unit, common_directory, provenance_by_path, table_function
 from chute.sources.files import EngineRowNumbers, expand_braces
 from chute.sql import quote_str
+from chute.transport import http_client
 
 PROBES = 16
 """HEAD requests in flight while planning."""
@@ -146,7 +147,7 @@ class UrlSource(EngineRowNumbers):
     def _client(self) -> httpx.Client:
         with self._lock:
             if self._http is None:
-                self._http = httpx.Client(
+                self._http = http_client(
                     timeout=httpx.Timeout(60.0, connect=10.0),
                     follow_redirects=True,
                     limits=httpx.Limits(max_connections=PROBES, max_keepalive_connections=PROBES),

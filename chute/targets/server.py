@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from chute.capabilities import Capabilities
 from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
@@ -62,9 +62,23 @@ def _with_retries(write: Callable[[], dict[str, int]]) -> dict[str, int]:
     Safe because each attempt has its own stage table; not after CommitUncertain,
     when rows may already be in: the caller repairs first.
     """
+    return _retrying(write)
+
+
+_T = TypeVar("_T")
+
+# Statements that do the same when sent twice: setup DDL, safe to send again after a
+# connection failure (the first may have run or not).
+_IDEMPOTENT = re.compile(
+    r"^\s*(?:CREATE\s+(?:TABLE|DATABASE)\s+IF\s+NOT\s+EXISTS|DROP\s+TABLE\s+IF\s+EXISTS)\s", re.IGNORECASE
+)
+
+
+def _retrying(call: Callable[[], _T]) -> _T:
+    """`call` again after transient failures (connection lost, timeout, server busy), with backoff."""
     for attempt in range(RETRIES + 1):
         try:
-            return write()
+            return call()
         except CommitUncertain:
             raise
         except TransientTargetError:
@@ -138,10 +152,17 @@ class ServerTarget:
         return self._sent
 
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
-        self.client.query(sql, settings, context)
+        if _IDEMPOTENT.match(sql):
+            _retrying(lambda: self.client.query(sql, settings, context))
+        else:
+            self.client.query(sql, settings, context)
         return StatementResult(0, 0, 0.0)
 
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
+        """Rows of a read (the ledger, system tables), read again after transient failures."""
+        return _retrying(lambda: self._rows(sql, settings, context))
+
+    def _rows(self, sql: str, settings: Settings | None, context: str) -> list[dict[str, Any]]:
         for attempt in range(SYSTEM_READ_ATTEMPTS):
             try:
                 return self.client.rows(sql, settings, context)
