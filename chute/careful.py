@@ -86,7 +86,16 @@ def conversion(text: str, type_sql: str) -> str | None:
     if inner.startswith("FixedString("):
         n = int(inner[len("FixedString(") : -1])
         return f"if(length({text}) <= {n}, {text}, NULL)"
-    if _INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Enum", "Bool", "BFloat16")):
+    if inner.startswith("Enum"):
+        # accurateCastOrNull throws on an unknown name: compare with the type's names and numbers first.
+        names = re.findall(r"'((?:[^'\\]|\\.)*)'\s*=\s*(-?\d+)", inner)
+        known = ", ".join(quote_str(n.replace("\\'", "'")) for n, _ in names)
+        numbers = ", ".join(v for _, v in names)
+        fits = f"({text} IN ({known}) OR toInt64OrNull({text}) IN ({numbers}))"
+        # (the cast never sees an unknown name, even where both branches are computed)
+        safe = f"if({fits}, {text}, {quote_str(names[0][0].replace(chr(92) + chr(39), chr(39)))})"
+        return f"if({fits}, accurateCastOrNull({safe}, {quote_str(inner)}), NULL)"
+    if _INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     if inner in ("Date", "Date32"):
         # Parsed wide (1900-2299), then checked against the type's range: never clamped.

@@ -182,3 +182,27 @@ def test_a_date_out_of_range_alone_is_not_clamped(tmp_path: Path, target: str) -
     engine = open_engine(target)
     assert engine.rows("SELECT count() AS n FROM t WHERE d > '2149-01-01'")[0]["n"] == 0
     assert os.path.exists(path)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_unknown_enum_name_is_a_rejected_row_not_a_failed_file(tmp_path: Path, target: str, fmt: str) -> None:
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE t (id UInt32, e Enum8('a' = 1, 'b' = 2), _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
+        "ENGINE = MergeTree ORDER BY id"
+    )
+    values = ["a" if i % 2 else "b" for i in range(1000)] + ["zzz"]
+    path = tmp_path / f"enums.{fmt}"
+    if fmt == "csv":
+        path.write_text("id,e\n" + "".join(f"{i},{v}\n" for i, v in enumerate(values, 1)))
+    else:
+        path.write_text("".join(f'{{"id": {i}, "e": "{v}"}}\n' for i, v in enumerate(values, 1)))
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok, [f.error for f in report.files]
+    assert report.rows_loaded == 1000 and report.rows_rejected == 1
+    engine = open_engine(target)
+    got = engine.rows("SELECT toString(e) AS e, count() AS n FROM t GROUP BY e ORDER BY e")
+    assert [(r["e"], int(r["n"])) for r in got] == [("a", 500), ("b", 500)]
+    rejects = engine.rows("SELECT _source_row, error FROM t_rejects")
+    assert [int(r["_source_row"]) for r in rejects] == [1001] and "column e" in rejects[0]["error"]
