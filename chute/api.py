@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from chute.capabilities import Capabilities
-from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
+from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, widened
 from chute.engine import MEMORY
 from chute.errors import (
     ChuteError,
     CommitUncertain,
+    NotText,
     OutOfSpace,
     SchemaError,
     SourceError,
@@ -50,6 +51,7 @@ from chute.schema import (
     structure,
     with_provenance,
 )
+from chute.sniff import Head, refuse_binary
 from chute.sources import Source, SourceOptions, Unit, open_source, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
@@ -470,6 +472,9 @@ class _Loader:
         self.named: set[str] = set()
         """CSV/TSV files whose first line names the columns."""
         self.columns: list[Column] = []
+        self.delimiter_given = opts.delimiter is not None
+        self.csv_delimiter: str | None = None
+        """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
         self.provenance_as_data = False
         """Input files carry columns named like provenance (a chute export): read them as data."""
         self.report = LoadReport(self.load_id, str(table), target.display_name)
@@ -549,6 +554,10 @@ class _Loader:
         declared = self.source.declared_columns(unit)
         if declared is not None:
             return declared
+        if unit.fmt.is_text:
+            names = self._header_only(unit, self._head(unit))
+            if names is not None:
+                return [Column(n, "String") for n in names]
         context = f"{unit.key}: cannot infer the schema"
         expression = self.source.table_expression(unit, None)
         try:
@@ -621,14 +630,13 @@ class _Loader:
             self.provenance_as_data = bool(clash)
             if self.opts.provenance:
                 columns = with_provenance(columns, self._extra_provenance)
-            caps = self.target.capabilities
-            columns = [Column(c.name, caps.adapt_type(c.type)) for c in columns]
+            columns = self._adapted(columns)
             ddl = create_table_sql(
                 self.table,
                 columns,
                 self.opts.order_by,
                 self.opts.partition_by,
-                codecs=caps.codecs and self.opts.provenance,
+                codecs=self.target.capabilities.codecs and self.opts.provenance,
             )
             self.target.execute(ddl, context=f"creating table {self.table}")
             self.report.ddl = ddl
@@ -638,6 +646,48 @@ class _Loader:
         if last_error is not None:
             raise last_error
         return None
+
+    def _adapted(self, columns: list[Column]) -> list[Column]:
+        """`columns` with types the target has; each changed type gets a note in the report."""
+        adapted = []
+        for c in columns:
+            type_sql, why = self.target.capabilities.adapt_type_noted(c.type)
+            if why and c.name not in PROVENANCE_NAMES | self._extra_names:
+                self.report.notes.append(f"column {c.name}: {c.type} is created as {type_sql} ({why})")
+            adapted.append(Column(c.name, type_sql))
+        return adapted
+
+    def _head(self, unit: Unit) -> Head:
+        """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
+        lines = self.source.table_expression(unit, "line String", "LineAsString")
+        head = refuse_binary(self.target.engine, lines, unit.key)
+        if unit.fmt.format != "CSV" or self.delimiter_given:
+            return head
+        found = head.delimiter()
+        if self.csv_delimiter is None:
+            self.csv_delimiter = found or ","
+            if found and found != ",":
+                self.opts = dataclasses.replace(self.opts, delimiter=found)
+                self.report.notes.append(
+                    f"CSV fields separated by {found!r}, as the first lines of {unit.key} show (--delimiter overrides)"
+                )
+        elif found is not None and found != self.csv_delimiter:
+            raise SourceError(
+                f"{unit.key}: fields separated by {found!r}, not {self.csv_delimiter!r} as in the first CSV file; "
+                "load it on its own, or with --delimiter"
+            )
+        return head
+
+    def _header_only(self, unit: Unit, head: Head) -> list[str] | None:
+        """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
+        if unit.fmt.format not in ("CSV", "TSV"):
+            return None
+        names = head.names_only(self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
+        if names is not None:
+            self.report.notes.append(
+                f"{unit.key}: one line, taken as the column names (type String; no data rows to infer types from)"
+            )
+        return names
 
     # -- loading ------------------------------------------------------------
 
@@ -745,9 +795,11 @@ class _Loader:
 
     def _header_names(self, unit: Unit) -> bool:
         """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
+        head = self._head(unit)
         delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         lines = self.source.table_expression(unit, "line String", "LineAsString")
-        named = has_header(self.target.engine, lines, self._input_columns(), delimiter)
+        fields = head.fields(delimiter)
+        named = bool(fields) and set(fields) <= {c.name for c in self._input_columns()}
         if named:
             sample = self.target.engine.rows(
                 f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
@@ -1742,8 +1794,9 @@ class _Loader:
         except ChuteError as careful_exc:
             if not careful_exc.terminal:
                 raise
-            # The careful pass could not read it either (truncated archive, I/O): the first error says most.
-            self._fail(unit, str(exc), plan)
+            # The careful pass could not read it either (truncated archive, I/O): the first error says most,
+            # unless the file is not text at all.
+            self._fail(unit, f"{unit.key}: {careful_exc}" if isinstance(careful_exc, NotText) else str(exc), plan)
 
     def _row_of(self, unit: Unit) -> Callable[[str], str]:
         """`_source_row` from a record's 1-based position in the unit, as the careful pass counts."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from chute.engine import Engine
 from chute.schema import Column
+from chute.sniff import refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 
 RAW_LIMIT = 4096
@@ -196,6 +197,7 @@ def check_json_lines(
        a bad row cannot swallow its neighbour. Rows the parser skipped are the
        ones with values that do not fit; only those few get a reason in SQL.
     """
+    refuse_binary(engine, file_expression_lines, "read as JSON lines")
     scratch = uuid.uuid4().hex[:12]
     lines = TableName(None, f"_chute_lines_{scratch}")
     parsed = TableName(None, f"_chute_parsed_{scratch}")
@@ -306,6 +308,7 @@ def check_delimited(
     """Check CSV/TSV: records split by the engine's parser (all fields as text),
     bad records (wrong field count, broken quoting) recorded by the engine with
     their row numbers, values checked in SQL."""
+    refuse_binary(engine, lines_expression, "read as CSV/TSV")
     errors_path = os.path.join(tempfile.gettempdir(), f"chute-errors-{uuid.uuid4().hex}.csv")
     fields = [f"f{i}" for i in range(len(columns))]
     read_settings = {
