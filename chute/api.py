@@ -653,7 +653,8 @@ class _Loader:
         for c in columns:
             type_sql, why = self.target.capabilities.adapt_type_noted(c.type)
             if why and c.name not in PROVENANCE_NAMES | self._extra_names:
-                self.report.notes.append(f"column {c.name}: {c.type} is created as {type_sql} ({why})")
+                inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
+                self.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
             adapted.append(Column(c.name, type_sql))
         return adapted
 
@@ -664,6 +665,8 @@ class _Loader:
         if unit.fmt.format != "CSV" or self.delimiter_given:
             return head
         found = head.delimiter()
+        if found == "\t":  # the engine refuses CSV with tabs ("use CustomSeparated")
+            raise SourceError(f"{unit.key}: fields separated by tabs: load it with --format tsv")
         if self.csv_delimiter is None:
             self.csv_delimiter = found or ","
             if found and found != ",":

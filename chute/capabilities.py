@@ -97,6 +97,11 @@ class Capabilities:
             why = (
                 f"server {self.version_text} has no Date32: Date instead; a file with a date outside "
                 "1970-01-01..2149-06-06 fails with the value named, nothing is clamped"
+                + (
+                    "; this server shows dates past 2105 wrong (stored right: toUInt16 gives the day)"
+                    if self.version < (19, 0, 0)
+                    else ""
+                )
             )
         if not self.nested_tuples and _tuple_inside(t):
             t = "Nullable(String)" if t.startswith("Nullable(") else "String"
