@@ -203,8 +203,8 @@ def check_json_lines(
     parsed = TableName(None, f"_chute_parsed_{scratch}")
     tagged_file = os.path.join(tempfile.gettempdir(), f"chute-lines-{scratch}.jsonl")
     try:
-        # Lines are numbered as the fast path numbers records: blank lines do not count.
-        # Without blank lines (the usual case) that is the line number, with no sort.
+        # A record is numbered by its line in the file (what a person looks up); blank
+        # lines are no records but count as lines.
         engine.execute(
             f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
             "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
@@ -215,17 +215,14 @@ def check_json_lines(
             context="reading lines",
         )
         if int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
-            numbered = TableName(None, f"_chute_numbered_{scratch}")
+            records = TableName(None, f"_chute_records_{scratch}")
             engine.execute(
-                # (aliases here would shadow the columns they are computed from)
-                f"CREATE TABLE {numbered.sql} ENGINE = Memory AS SELECT row, raw, ok, blank FROM ("
-                f"SELECT row_number() OVER (ORDER BY l.row) AS row, l.raw AS raw, l.ok AS ok, false AS blank "
-                f"FROM {lines.sql} AS l WHERE NOT l.blank)",
-                context="numbering records",
+                f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT blank",
+                context="leaving out blank lines",
             )
             engine.execute(f"DROP TABLE {lines.sql}")
-            lines = numbered
-        # {"a":1} -> {"__chute_row":7,"a":1}: the record number travels with the row.
+            lines = records
+        # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
         tagged = (
             "concat('{\"__chute_row\":', toString(row), "
             "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"

@@ -131,6 +131,19 @@ def test_file_names_with_glob_characters_load(tmp_path: Path, dest: str) -> None
     assert outcome(report)["bad[2].csv"] == ("loaded", 1)
 
 
+def test_json_lines_numbered_by_line_with_blank_lines(tmp_path: Path, dest: str) -> None:
+    lines = ['{"id": 1}', "", '{"id": 2}', "  ", '{"id": "x"}', '{"id": 4}', "", '{"id": 5}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "first.jsonl").write_text('{"id": 0}\n')  # makes the table: id Int64
+    assert chute.load([str(tmp_path / "first.jsonl")], table="t", target=dest).ok
+    report = chute.load([str(tmp_path / "a.jsonl")], table="t", target=dest)
+    assert report.rows_loaded == 4 and report.rows_rejected == 1
+    good = [[str(json.loads(t)["id"]), str(n)] for n, t in enumerate(lines, 1) if t.strip() and '"x"' not in t]
+    assert rows(dest, "SELECT id, _source_row FROM t WHERE id > 0 ORDER BY id") == good
+    bad = [str(n) for n, t in enumerate(lines, 1) if '"x"' in t]
+    assert rows(dest, "SELECT _source_row, raw FROM t_rejects") == [[bad[0], lines[4]]]
+
+
 # -- 4. delimiters ---------------------------------------------------------------------------
 
 
