@@ -1090,6 +1090,8 @@ def _sniffed_delimiter(engine: Engine, source: FileSource, units: list[Unit]) ->
         return None
     lines = source.table_expression(first, "line String", "LineAsString")
     found = read_head(engine, lines, f"design: {first.key}").delimiter()
+    if found == "\t":  # the engine reads no CSV with tabs
+        raise SourceError(f"{first.key}: fields separated by tabs: give --format tsv")
     return found if found != "," else None
 
 

@@ -258,3 +258,38 @@ def test_parquet_required_columns_are_not_nullable(tmp_path: Path, dest: str) ->
     assert columns(dest) == [("id", "Int64"), ("xs", "Array(Int32)"), ("s", "Nullable(String)")]
     expected = [[str(i), str(sum(x)), s or "(null)"] for i, x, s in zip(*data.values(), strict=True)]
     assert rows(dest, "SELECT id, arraySum(xs), ifNull(s, '(null)') FROM t ORDER BY id") == expected
+
+
+# -- the sniffer alone ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("a,b,c\n1,2,3\n", ","),
+        ("a;b\n1;2,5\n3;4,75\n", ";"),  # decimal commas: ';' splits every line alike
+        ('id,note\n1,"x;y"\n2,"p;q;r"\n', ","),  # semicolons inside quotes do not count
+        ('id|note\n1|"two\nlines"\n2|x\n', "|"),  # a quoted field over two lines is one record
+        ("a\tb\n1\t2\n", "\t"),
+        ("just one column\nvalue\n", None),
+        ("a,b\n1,2,3\n", None),  # ragged: nothing splits alike
+    ],
+)
+def test_sniffed_delimiter(text: str, expected: str | None) -> None:
+    from chute.sniff import Head
+
+    assert Head([line.encode() for line in text.splitlines()]).delimiter() == expected
+
+
+def test_not_text_and_header_only() -> None:
+    from chute.sniff import Head
+
+    assert Head([b"PAR1\x15\x04"]).not_text() == "a Parquet file"
+    assert Head(["a,b".encode("utf-16-le")]).not_text() is not None
+    assert Head([b"3,caf\xe9"]).not_text() is None
+    assert Head([b"id,name"]).names_only(",") == ["id", "name"]
+    assert Head([b'"id" , "name"', b""]).names_only(",") == ["id", "name"]
+    assert Head([b"1,2"]).names_only(",") is None  # numbers are data
+    assert Head([b"2026-01-01,x"]).names_only(",") is None
+    assert Head([b"a,a"]).names_only(",") is None  # names are distinct
+    assert Head([b"id,name", b"1,x"]).names_only(",") is None
