@@ -101,6 +101,23 @@ def test_same_file_through_a_symlink_loads_once(tmp_path: Path, dest: str) -> No
     assert rows(dest, "SELECT count(), sum(x) FROM u") == [["2", "3"]]
 
 
+def test_files_loaded_by_their_unresolved_path_stay_loaded(
+    tmp_path: Path, dest: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ledger rows written before paths were resolved keep naming their files: no second copy."""
+    import chute.sources.files
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.jsonl").write_text('{"x": 1}\n')
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    with monkeypatch.context() as m:  # as chute did before: the path as given
+        m.setattr(chute.sources.files.os.path, "realpath", os.path.abspath)
+        assert chute.load([str(tmp_path / "link")], table="t", target=dest).rows_loaded == 1
+    again = chute.load([str(tmp_path / "link")], table="t", target=dest)
+    assert again.rows_loaded == 0 and again.files_skipped == 1
+    assert rows(dest, "SELECT _source, count() FROM t GROUP BY _source") == [[str(tmp_path / "link" / "a.jsonl"), "1"]]
+
+
 # -- 3. header-only CSV, glob characters in names ------------------------------------------
 
 

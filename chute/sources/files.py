@@ -87,7 +87,9 @@ class FileSource(EngineRowNumbers):
         compression_override: str | None = None,
         exclude: list[str] | None = None,
         split_bytes: int | None = None,
+        known: frozenset[str] = frozenset(),
     ) -> None:
+        """`known`: unit keys the ledger holds for the table (see `_key`)."""
         if not patterns:
             raise UsageError("no source given")
         self.patterns = patterns
@@ -96,6 +98,7 @@ class FileSource(EngineRowNumbers):
         self.format_override = format_override
         self.compression_override = compression_override
         self.split_bytes = split_bytes
+        self.known = frozenset(key.split("#bytes=", 1)[0] for key in known)
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
         self._links: dict[str, str] = {}
         """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
@@ -126,10 +129,16 @@ class FileSource(EngineRowNumbers):
         # it is the same unit (and the same ledger row) as through its own path.
         unique: dict[str, None] = {}
         for p in paths:
-            full = os.path.realpath(p)
-            if not any(full.startswith(prefix) for prefix in self.exclude):
+            full = self._key(p)
+            if not any(os.path.realpath(p).startswith(prefix) for prefix in self.exclude):
                 unique.setdefault(full, None)
         return list(unique)
+
+    def _key(self, path: str) -> str:
+        """The resolved path; but the path as given (made absolute) where the ledger knows the
+        file by that name only (loaded by a chute that did not resolve symlinks)."""
+        real, given = os.path.realpath(path), os.path.abspath(path)
+        return given if given != real and given in self.known and real not in self.known else real
 
     def units(self) -> list[Unit]:
         units = []
