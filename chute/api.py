@@ -554,7 +554,7 @@ class _Loader:
         declared = self.source.declared_columns(unit)
         if declared is not None:
             return declared
-        if unit.fmt.is_text:
+        if unit.fmt.format in ("CSV", "TSV"):
             names = self._header_only(unit, self._head(unit))
             if names is not None:
                 return [Column(n, "String") for n in names]
@@ -606,6 +606,10 @@ class _Loader:
     def _create_table(self, plan: _Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
         """Infer the schema from the first readable unit and create the table."""
         if self.opts.design:
+            first_csv = next((u for u in plan.load if u.fmt.format == "CSV" and u.size > 0), None)
+            if first_csv is not None:  # its delimiter, for the measured sample too
+                with contextlib.suppress(ChuteError):  # (the file's pre-check will say what is wrong)
+                    self._head(first_csv)
             ddl = self._designed_ddl(plan)
             self.target.execute(ddl, context=f"creating table {self.table} (--design)")
             self.report.ddl = ddl
@@ -683,8 +687,6 @@ class _Loader:
 
     def _header_only(self, unit: Unit, head: Head) -> list[str] | None:
         """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
-        if unit.fmt.format not in ("CSV", "TSV"):
-            return None
         names = head.names_only(self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
         if names is not None:
             self.report.notes.append(

@@ -198,6 +198,11 @@ def test_design_finds_the_delimiter(tmp_path: Path, target: str) -> None:
     proposal = design_sources([str(tmp_path / "a.csv")], "t", target=target, time_budget_s=20)
     assert "`id` UInt8" in proposal.ddl and "`name`" in proposal.ddl and "c1" not in proposal.ddl
     assert any("';'" in n for n in proposal.notes)
+    # load --design auto measures with the delimiter found too
+    report = chute.load([str(tmp_path / "a.csv")], table="t", target=target, options=chute.LoadOptions(design="auto"))
+    assert report.ok and report.rows_loaded == 50
+    assert [n for n, _ in columns(target)] == ["id", "name"]
+    assert rows(target, "SELECT sum(id), countIf(name = concat('n', toString(id))) FROM t") == [["1225", "50"]]
 
 
 # -- 5. types an old server lacks ----------------------------------------------------------
