@@ -41,6 +41,7 @@ from chute.errors import (
 )
 from chute.ledger import Ledger, LedgerEntry
 from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place, scalar_type
+from chute.parquetmeta import nullable_note
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects
 from chute.report import FileResult, LoadReport
 from chute.schema import (
@@ -625,6 +626,11 @@ class _Loader:
             except ChuteError as exc:
                 last_error = exc
                 continue
+            if unit.fmt.format == "Parquet":
+                with contextlib.suppress(ChuteError):  # (a hint only)
+                    metadata = self.source.table_expression(unit, None, "ParquetMetadata")
+                    note = nullable_note(self.target.engine, metadata, unit.key, columns)
+                    self.report.notes.extend([note] if note else [])
             clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | self._extra_names]
             if clash and self.opts.provenance:
                 raise SchemaError(
