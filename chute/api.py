@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from chute.capabilities import Capabilities
-from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, has_header, widened
+from chute.careful import RAW_LIMIT, check_delimited, check_json_lines, widened
 from chute.claims import DEFAULT_LEASE_SECONDS, ClaimLost, Claims
 from chute.engine import MEMORY, say_doing
 from chute.errors import (
     ChuteError,
     CommitUncertain,
+    NotText,
     OutOfSpace,
     SchemaError,
     SourceError,
@@ -42,6 +43,7 @@ from chute.errors import (
 )
 from chute.ledger import Ledger, LedgerEntry
 from chute.nullcheck import CHECKED_FORMATS, NullSearches, NullsInFile, Place, scalar_type
+from chute.parquetmeta import nullable_note
 from chute.rejects import REJECT_COLUMNS, ErrorBudget, Rejects, refuse_rejects_clash, refuse_reserved
 from chute.report import FileResult, LoadReport
 from chute.schema import (
@@ -54,6 +56,7 @@ from chute.schema import (
 )
 from chute.scratch import scratch_file
 from chute.scratch import sweep as sweep_scratch
+from chute.sniff import Head, refuse_binary
 from chute.sources import Source, SourceOptions, Unit, open_source, table_function
 from chute.sources.files import ROW_NUMBER_FORMATS
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
@@ -515,6 +518,9 @@ class _Loader:
         self.named: set[str] = set()
         """CSV/TSV files whose first line names the columns."""
         self.columns: list[Column] = []
+        self.delimiter_given = opts.delimiter is not None
+        self.csv_delimiter: str | None = None
+        """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
         self.provenance_as_data = False
         """Input files carry columns named like provenance (a chute export): read them as data."""
         self.report = LoadReport(self.load_id, str(table), target.display_name)
@@ -604,6 +610,10 @@ class _Loader:
         declared = self.source.declared_columns(unit)
         if declared is not None:
             return declared
+        if unit.fmt.format in ("CSV", "TSV"):
+            names = self._header_only(unit, self._head(unit))
+            if names is not None:
+                return [Column(n, "String") for n in names]
         context = f"{unit.key}: cannot infer the schema"
         expression = self.source.table_expression(unit, None)
         try:
@@ -657,6 +667,10 @@ class _Loader:
     def _create_table(self, plan: _Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
         """Infer the schema from the first readable unit and create the table."""
         if self.opts.design:
+            first_csv = next((u for u in plan.load if u.fmt.format == "CSV" and u.size > 0), None)
+            if first_csv is not None:  # its delimiter, for the measured sample too
+                with contextlib.suppress(ChuteError):  # (the file's pre-check will say what is wrong)
+                    self._head(first_csv)
             ddl = self._designed_ddl(plan)
             self.target.execute(ddl, context=f"creating table {self.table} (--design)")
             self.report.ddl = ddl
@@ -672,6 +686,11 @@ class _Loader:
             except ChuteError as exc:
                 last_error = exc
                 continue
+            if unit.fmt.format == "Parquet":
+                with contextlib.suppress(ChuteError):  # (a hint only)
+                    metadata = self.source.table_expression(unit, None, "ParquetMetadata")
+                    note = nullable_note(self.target.engine, metadata, unit.key, columns)
+                    self.report.notes.extend([note] if note else [])
             clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | self._extra_names]
             if clash and self.opts.provenance:
                 raise SchemaError(
@@ -681,14 +700,13 @@ class _Loader:
             self.provenance_as_data = bool(clash)
             if self.opts.provenance:
                 columns = with_provenance(columns, self._extra_provenance)
-            caps = self.target.capabilities
-            columns = [Column(c.name, caps.adapt_type(c.type)) for c in columns]
+            columns = self._adapted(columns)
             ddl = create_table_sql(
                 self.table,
                 columns,
                 self.opts.order_by,
                 self.opts.partition_by,
-                codecs=caps.codecs and self.opts.provenance,
+                codecs=self.target.capabilities.codecs and self.opts.provenance,
             )
             self.target.execute(ddl, context=f"creating table {self.table}")
             self.report.ddl = ddl
@@ -698,6 +716,49 @@ class _Loader:
         if last_error is not None:
             raise last_error
         return None
+
+    def _adapted(self, columns: list[Column]) -> list[Column]:
+        """`columns` with types the target has; each changed type gets a note in the report."""
+        adapted = []
+        for c in columns:
+            type_sql, why = self.target.capabilities.adapt_type_noted(c.type)
+            if why and c.name not in PROVENANCE_NAMES | self._extra_names:
+                inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
+                self.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
+            adapted.append(Column(c.name, type_sql))
+        return adapted
+
+    def _head(self, unit: Unit) -> Head:
+        """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
+        lines = self.source.table_expression(unit, "line String", "LineAsString")
+        head = refuse_binary(self.target.engine, lines, unit.key)
+        if unit.fmt.format != "CSV" or self.delimiter_given:
+            return head
+        found = head.delimiter()
+        if found == "\t":  # the engine refuses CSV with tabs ("use CustomSeparated")
+            raise SourceError(f"{unit.key}: fields separated by tabs: load it with --format tsv")
+        if self.csv_delimiter is None:
+            self.csv_delimiter = found or ","
+            if found and found != ",":
+                self.opts = dataclasses.replace(self.opts, delimiter=found)
+                self.report.notes.append(
+                    f"CSV fields separated by {found!r}, as the first lines of {unit.key} show (--delimiter overrides)"
+                )
+        elif found is not None and found != self.csv_delimiter:
+            raise SourceError(
+                f"{unit.key}: fields separated by {found!r}, not {self.csv_delimiter!r} as in the first CSV file; "
+                "load it on its own, or with --delimiter"
+            )
+        return head
+
+    def _header_only(self, unit: Unit, head: Head) -> list[str] | None:
+        """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
+        names = head.names_only(self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
+        if names is not None:
+            self.report.notes.append(
+                f"{unit.key}: one line, taken as the column names (type String; no data rows to infer types from)"
+            )
+        return names
 
     # -- loading ------------------------------------------------------------
 
@@ -923,9 +984,11 @@ class _Loader:
 
     def _header_names(self, unit: Unit) -> bool:
         """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
+        head = self._head(unit)
         delimiter = self.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         lines = self.source.table_expression(unit, "line String", "LineAsString")
-        named = has_header(self.target.engine, lines, self._input_columns(), delimiter)
+        fields = head.fields(delimiter)
+        named = bool(fields) and set(fields) <= {c.name for c in self._input_columns()}
         if named:
             sample = self.target.engine.rows(
                 f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
@@ -1920,8 +1983,9 @@ class _Loader:
         except ChuteError as careful_exc:
             if not careful_exc.terminal:
                 raise
-            # The careful pass could not read it either (truncated archive, I/O): the first error says most.
-            self._fail(unit, str(exc), plan)
+            # The careful pass could not read it either (truncated archive, I/O): the first error says most,
+            # unless the file is not text at all.
+            self._fail(unit, f"{unit.key}: {careful_exc}" if isinstance(careful_exc, NotText) else str(exc), plan)
 
     def _row_of(self, unit: Unit) -> Callable[[str], str]:
         """`_source_row` from a record's 1-based position in the unit, as the careful pass counts."""

@@ -48,6 +48,13 @@ class Capabilities:
     and verified on 26.9 (the embedded engine), so gated there until an older release is shown."""
     hides_secrets: bool
     """Secret keys of s3() shown as [HIDDEN] in query_log, server logs and errors (22.11)."""
+    date32: bool
+    """Date32 (21.9); before it, Date (1970-01-01 to 2149-06-06)."""
+    nested_tuples: bool
+    """A (named) Tuple inside Array(...), Nullable(...) or another Tuple (issue 15587: refused
+    up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
+    named Tuple only as a column's whole type ([62] inside Array or Nullable), and an unnamed
+    Tuple inside Array is split into Nested columns `a.1`, `a.2` (issue 3840)."""
 
     @classmethod
     def for_version(cls, text: str) -> Capabilities:
@@ -70,6 +77,8 @@ class Capabilities:
             s3_cluster=v >= (21, 5, 0),
             s3_row_number=v >= (26, 9, 0),
             hides_secrets=v >= (22, 11, 0),
+            date32=v >= (21, 9, 0),
+            nested_tuples=v >= (21, 1, 0),
         )
 
     @property
@@ -78,6 +87,33 @@ class Capabilities:
 
     def adapt_type(self, type_sql: str) -> str:
         """A type the server can store, for a type the embedded engine inferred."""
+        return self.adapt_type_noted(type_sql)[0]
+
+    def adapt_type_noted(self, type_sql: str) -> tuple[str, str]:
+        """(a type the server can store, why it differs from `type_sql`: "" when it does not)."""
+        t, why = self._adapt(type_sql), ""
+        if not self.date32 and re.search(r"\bDate32\b", type_sql):
+            t = re.sub(r"\bDate32\b", "Date", t)
+            why = (
+                f"server {self.version_text} has no Date32: Date instead; a file with a date outside "
+                "1970-01-01..2149-06-06 fails with the value named, nothing is clamped"
+                + (
+                    "; this server shows dates past 2105 wrong (stored right: toUInt16 gives the day)"
+                    if self.version < (19, 0, 0)
+                    else ""
+                )
+            )
+        if not self.nested_tuples and _tuple_inside(t):
+            t = "Nullable(String)" if t.startswith("Nullable(") else "String"
+            why = (
+                f"server {self.version_text} has no Tuple inside Array or Nullable: String "
+                "holding the value's JSON text (JSON input; other formats fail with a reason)"
+            )
+        if t != type_sql and not why:
+            why = f"server {self.version_text} has no {type_sql}"
+        return t, why
+
+    def _adapt(self, type_sql: str) -> str:
         t = type_sql
         if not self.low_cardinality:
             t = _unwrap(t, "LowCardinality")
@@ -96,6 +132,12 @@ class Capabilities:
         if t.startswith(("JSON", "Object(", "Dynamic", "Variant(")):
             t = "String"
         return t
+
+
+def _tuple_inside(type_sql: str) -> bool:
+    """A Tuple anywhere but as the whole type: `Array(Tuple(...))`, `Nullable(Tuple(...))`, a Tuple in a Tuple."""
+    inner = type_sql[len("Tuple(") :] if type_sql.startswith("Tuple(") else type_sql
+    return re.search(r"\bTuple\(", inner) is not None
 
 
 def _unwrap(type_sql: str, wrapper: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from chute.engine import Engine
 from chute.schema import Column
 from chute.scratch import scratch_file
+from chute.sniff import refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 
 RAW_LIMIT = 4096
@@ -242,13 +243,14 @@ def check_json_lines(
        a bad row cannot swallow its neighbour. Rows the parser skipped are the
        ones with values that do not fit; only those few get a reason in SQL.
     """
+    refuse_binary(engine, file_expression_lines, "read as JSON lines")
     scratch = uuid.uuid4().hex[:12]
     lines = TableName(None, f"_chute_lines_{scratch}")
     parsed = TableName(None, f"_chute_parsed_{scratch}")
     tagged_file = scratch_file("lines", ".jsonl")
     try:
-        # Lines are numbered as the fast path numbers records: blank lines do not count.
-        # Without blank lines (the usual case) that is the line number, with no sort.
+        # A record is numbered by its line in the file (what a person looks up); blank
+        # lines are no records but count as lines.
         engine.execute(
             f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
             "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
@@ -259,17 +261,14 @@ def check_json_lines(
             context="reading lines",
         )
         if int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
-            numbered = TableName(None, f"_chute_numbered_{scratch}")
+            records = TableName(None, f"_chute_records_{scratch}")
             engine.execute(
-                # (aliases here would shadow the columns they are computed from)
-                f"CREATE TABLE {numbered.sql} ENGINE = Memory AS SELECT row, raw, ok, blank FROM ("
-                f"SELECT row_number() OVER (ORDER BY l.row) AS row, l.raw AS raw, l.ok AS ok, false AS blank "
-                f"FROM {lines.sql} AS l WHERE NOT l.blank)",
-                context="numbering records",
+                f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT blank",
+                context="leaving out blank lines",
             )
             engine.execute(f"DROP TABLE {lines.sql}")
-            lines = numbered
-        # {"a":1} -> {"__chute_row":7,"a":1}: the record number travels with the row.
+            lines = records
+        # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
         tagged = (
             "concat('{\"__chute_row\":', toString(row), "
             "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"
@@ -361,6 +360,7 @@ def check_delimited(
     their row numbers, values checked in SQL. A quote that is never closed would
     swallow the rest of the file: that record is its first line alone, and the
     lines after it are read again as records (`header_lines`: 0 or 1, None to look)."""
+    refuse_binary(engine, lines_expression, "read as CSV/TSV")
     errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
     fields = [f"f{i}" for i in range(len(columns))]
     read_settings = {

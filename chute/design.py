@@ -12,6 +12,7 @@ are named `_chute_design_*` and are dropped whatever happens.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -24,6 +25,8 @@ from typing import Any
 from chute.engine import Engine, open_engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.schema import PROVENANCE_COLUMNS, PROVENANCE_NAMES, describe
+from chute.sniff import read_head
+from chute.sources import Unit
 from chute.sources.files import FileSource
 from chute.sql import TableName, quote_ident, quote_str
 
@@ -1056,20 +1059,40 @@ def design_sources(
         "date_time_input_format": "best_effort",
         "input_format_csv_detect_header": 1,
     }
-    if delimiter:
-        settings["format_csv_delimiter"] = delimiter
-    expressions = [source.table_expression(u, None) for u in units]
     engine = open_engine(spec)
-    return propose(
-        engine,
-        expressions,
-        str(name),
-        sample_rows,
-        settings,
-        time_budget_s,
-        enums=enums,
-        provenance=provenance,
-    )
+    try:
+        found = delimiter or _sniffed_delimiter(engine, source, units)
+        if found:
+            settings["format_csv_delimiter"] = found
+        expressions = [source.table_expression(u, None) for u in units]
+        proposal = propose(
+            engine,
+            expressions,
+            str(name),
+            sample_rows,
+            settings,
+            time_budget_s,
+            enums=enums,
+            provenance=provenance,
+        )
+    finally:
+        source.close()
+    if found and not delimiter:
+        note = f"CSV fields separated by {found!r}, as the first lines show (--delimiter overrides)"
+        proposal = dataclasses.replace(proposal, notes=(*proposal.notes, note))
+    return proposal
+
+
+def _sniffed_delimiter(engine: Engine, source: FileSource, units: list[Unit]) -> str | None:
+    """The delimiter of the first CSV file, found as `chute load` finds it (None: a comma)."""
+    first = next((u for u in units if u.fmt.format == "CSV"), None)
+    if first is None:
+        return None
+    lines = source.table_expression(first, "line String", "LineAsString")
+    found = read_head(engine, lines, f"design: {first.key}").delimiter()
+    if found == "\t":  # the engine reads no CSV with tabs
+        raise SourceError(f"{first.key}: fields separated by tabs: give --format tsv")
+    return found if found != "," else None
 
 
 # -- showing and saving -------------------------------------------------------------

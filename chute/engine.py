@@ -108,7 +108,9 @@ class Engine:
             res = self._connection().query(sql + render_settings(settings), "JSONEachRow")
         except Exception as exc:
             raise translate_engine_error(exc, context) from exc
-        data = res.bytes()
+        # Strings are bytes in the engine: text that is not UTF-8 (a Latin-1 file's first
+        # line, a binary file read as lines) comes back with U+FFFD in place of bad bytes.
+        data = res.bytes().decode("utf-8", errors="replace")
         return [json.loads(line) for line in data.splitlines() if line.strip()]
 
     def text(self, sql: str, fmt: str = "TSV", settings: Settings | None = None, context: str = "") -> str:

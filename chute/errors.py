@@ -3,6 +3,7 @@
     ChuteError                  base; ``terminal`` says whether a retry can help
     ├── UsageError              bad arguments, invalid names (terminal)
     ├── SourceError             a source cannot be read or understood (terminal)
+    │   └── NotText               a text file that is not text (binary, compressed)
     ├── SchemaError             input and table do not fit together (terminal)
     ├── TargetError             the target refused or failed (code kept)
     │   ├── OutOfSpace            the disk is full: the load stops (terminal)
@@ -22,6 +23,7 @@ __all__ = [
     "ChuteError",
     "CommitUncertain",
     "LoadFailed",
+    "NotText",
     "OutOfSpace",
     "SchemaError",
     "SourceError",
@@ -55,6 +57,11 @@ class UsageError(ChuteError):
 
 class SourceError(ChuteError):
     """A source that cannot be listed, read or understood."""
+
+
+class NotText(SourceError):
+    """A file read as text (CSV, TSV, JSON lines) whose first bytes say it is not:
+    Parquet named .csv, a gzip file without .gz."""
 
 
 class SchemaError(ChuteError):
@@ -127,5 +134,10 @@ def make_target_error(code: int | None, name: str | None, message: str, context:
 
 def translate_engine_error(exc: BaseException, context: str = "") -> TargetError:
     """Map an engine exception to a TargetError keeping the code and name."""
-    code, name, message = parse_server_error(str(exc).strip())
+    text = str(exc)
+    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
+        # chDB decodes the engine's message as UTF-8; one quoting bytes of a non-UTF-8
+        # (or binary) input fails there, and the message is in the exception's bytes.
+        text = exc.object.decode("utf-8", errors="replace")
+    code, name, message = parse_server_error(text.strip())
     return make_target_error(code, name, message, context)

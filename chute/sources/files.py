@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import stat
+import tempfile
 
 from chute.errors import SourceError, UsageError
 from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
@@ -110,16 +112,23 @@ class FileSource(EngineRowNumbers):
         compression_override: str | None = None,
         exclude: list[str] | None = None,
         split_bytes: int | None = None,
+        known: frozenset[str] = frozenset(),
     ) -> None:
+        """`known`: unit keys the ledger holds for the table (see `_key`)."""
         if not patterns:
             raise UsageError("no source given")
         self.patterns = patterns
         # The embedded target's own directory holds .json and other files: never a source.
-        self.exclude = [os.path.abspath(p) + os.sep for p in exclude or []]
+        self.exclude = [os.path.realpath(p) + os.sep for p in exclude or []]
         self.format_override = format_override
         self.compression_override = compression_override
         self.split_bytes = split_bytes
+        self.known = frozenset(key.split("#bytes=", 1)[0] for key in known)
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
+        self._links: dict[str, str] = {}
+        """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
+        symlink to each in a private directory, named plainly, that the engine reads instead."""
+        self._link_dir: str | None = None
         self.notes: list[str] = []
         """For the report: what directory walks skipped, and why."""
 
@@ -146,23 +155,34 @@ class FileSource(EngineRowNumbers):
                 paths.append(pattern)
             else:
                 raise SourceError(f"{pattern}: no such file or directory")
-        self.notes = skipped.notes()
+        self.notes.extend(skipped.notes())
+        # A file is known by its resolved path: reached through a symlinked directory or file
+        # it is the same unit (and the same ledger row) as through its own path.
         unique: dict[str, None] = {}
         for p in paths:
-            full = os.path.abspath(p)
-            if not any(full.startswith(prefix) for prefix in self.exclude):
+            full = self._key(p)
+            if not any(os.path.realpath(p).startswith(prefix) for prefix in self.exclude):
                 unique.setdefault(full, None)
         return list(unique)
 
+    def _key(self, path: str) -> str:
+        """The resolved path; but the path as given (made absolute) where the ledger knows the
+        file by that name only (loaded by a chute that did not resolve symlinks)."""
+        real, given = os.path.realpath(path), os.path.abspath(path)
+        return given if given != real and given in self.known and real not in self.known else real
+
     def units(self) -> list[Unit]:
         units = []
+        seen: dict[tuple[int, int], str] = {}
         for path in self._paths():
-            if any(c in path for c in _GLOB_CHARS):
-                raise SourceError(f"{path}: file names with * ? [ {{ cannot be read by the engine; rename the file")
             try:
                 st = os.stat(path)
             except OSError as exc:
                 raise SourceError(f"{path}: {exc.strerror}") from None
+            first = seen.setdefault((st.st_dev, st.st_ino), path)
+            if first != path:  # a hard link, or the same file under a bind mount
+                self.notes.append(f"{path}: the same file as {first} (same device and inode); loaded once")
+                continue
             if not stat.S_ISREG(st.st_mode):
                 raise SourceError(f"{path}: not a regular file")
             if not os.access(path, os.R_OK):
@@ -211,7 +231,28 @@ class FileSource(EngineRowNumbers):
             if structure is not None:
                 parts.append(quote_str(structure))
             return f"url({', '.join(parts)})"
-        return table_function("file", [quote_str(unit.key)], fmt_name or fmt.format, structure, fmt.compression)
+        return table_function(
+            "file", [quote_str(self._readable(unit.key))], fmt_name or fmt.format, structure, fmt.compression
+        )
+
+    def _readable(self, path: str) -> str:
+        """`path`, or where the engine can read it when its name holds glob characters."""
+        if not any(c in path for c in _GLOB_CHARS):
+            return path
+        link = self._links.get(path)
+        if link is None:
+            if self._link_dir is None:
+                self._link_dir = tempfile.mkdtemp(prefix="chute-names-")
+            link = os.path.join(self._link_dir, str(len(self._links)))
+            os.symlink(path, link)
+            self._links[path] = link
+        return link
+
+    def close(self) -> None:
+        if self._link_dir is not None:
+            shutil.rmtree(self._link_dir, ignore_errors=True)
+            self._link_dir = None
+            self._links.clear()
 
     def combined_expression(
         self, units: list[Unit], structure: str, fmt_name: str | None = None

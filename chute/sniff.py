@@ -1,0 +1,136 @@
+"""A look at the first lines of a text file: binary or not, its delimiter, its header.
+
+The engine reads the first `HEAD_LINES` lines (each cut at `HEAD_LINE_BYTES`)
+as raw bytes; Python looks only at that sample, never at the rest of the file.
+Delimiters are found the way Python's csv.Sniffer and DuckDB find them: the
+candidate that splits every record of the sample (outside quotes) into the same
+number of fields, more than one.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+
+from chute.engine import Engine
+from chute.errors import NotText
+
+HEAD_LINES = 32
+HEAD_LINE_BYTES = 4096
+DELIMITERS = (",", "\t", ";", "|")
+"""Candidates, in order of preference when several split the sample alike."""
+
+# First bytes of files that are not text (what a misnamed file usually is).
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"PAR1", "a Parquet file"),
+    (b"ORC", "an ORC file"),
+    (b"Obj\x01", "an Avro file"),
+    (b"ARROW1", "an Arrow file"),
+    (b"\x1f\x8b", "gzip-compressed"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"BZh", "bzip2-compressed"),
+    (b"\xfd7zXZ\x00", "xz-compressed"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed"),
+    (b"PK\x03\x04", "a zip archive"),
+)
+
+_QUOTES = re.compile(r'^\s*"|"\s*$')
+_NUMBER_OR_DATE = re.compile(r"^[-+]?(\d[\d_]*)?(\.\d+)?([eE][-+]?\d+)?$|^\d{4}-\d\d-\d\d")
+
+
+@dataclass(frozen=True)
+class Head:
+    """The first lines of a file (a UTF-8 BOM and line ends removed), as bytes."""
+
+    lines: list[bytes]
+
+    def not_text(self) -> str | None:
+        """What the file is when it is not text ("a Parquet file"), else None."""
+        first = self.lines[0] if self.lines else b""
+        for magic, kind in _MAGIC:
+            if first.startswith(magic):
+                return kind
+        if any(b"\x00" in line for line in self.lines):
+            return "binary (it holds NUL bytes; UTF-16 text has them too)"
+        return None
+
+    @property
+    def text(self) -> list[str]:
+        return [line.decode("utf-8", errors="replace") for line in self.lines]
+
+    def delimiter(self) -> str | None:
+        """The delimiter that splits every whole record of the sample alike, or None."""
+        records = _records(self.text, [len(line) >= HEAD_LINE_BYTES for line in self.lines])
+        best: tuple[int, str] | None = None
+        for candidate in DELIMITERS:
+            counts = {_count_outside_quotes(r, candidate) for r in records}
+            if len(counts) != 1 or 0 in counts:
+                continue
+            fields = counts.pop() + 1
+            if best is None or fields > best[0]:
+                best = (fields, candidate)
+        return best[1] if best else None
+
+    def fields(self, delimiter: str) -> list[str]:
+        """The first line's fields, quotes and spaces around them removed."""
+        if not self.lines:
+            return []
+        return [_QUOTES.sub("", f).strip(" ") for f in self.text[0].split(delimiter)]
+
+    def names_only(self, delimiter: str) -> list[str] | None:
+        """The column names, when the whole file is one line that looks like a header:
+        distinct, non-empty fields, none a number or a date."""
+        lines = [line for line in self.lines if line.strip()]
+        if len(lines) != 1 or len(self.lines[0]) >= HEAD_LINE_BYTES:
+            return None
+        fields = self.fields(delimiter)
+        if len(set(fields)) != len(fields) or any(not f or _NUMBER_OR_DATE.match(f) for f in fields):
+            return None
+        return fields
+
+
+def _records(lines: list[str], cut: list[bool]) -> list[str]:
+    """Whole records of the sample: lines joined where a quoted field spans them;
+    a record that is cut (a long line, or the sample's end inside quotes) is left out."""
+    records: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for line, was_cut in zip(lines, cut, strict=True):
+        if was_cut:
+            current, quoted = [], False
+            continue
+        current.append(line)
+        quoted ^= line.count('"') % 2 == 1
+        if not quoted:
+            record = "\n".join(current)
+            if record.strip():
+                records.append(record)
+            current = []
+    return records
+
+
+def _count_outside_quotes(record: str, delimiter: str) -> int:
+    # Between quotes sit the odd-numbered pieces of a split on '"' ("" inside a field splits evenly).
+    return sum(piece.count(delimiter) for piece in record.split('"')[::2])
+
+
+def read_head(engine: Engine, lines_expression: str, context: str = "") -> Head:
+    """The first lines of the file that `lines_expression` (LineAsString, `line String`) reads."""
+    rows = engine.rows(
+        f"SELECT base64Encode(substring(line, 1, {HEAD_LINE_BYTES})) AS b FROM {lines_expression} LIMIT {HEAD_LINES}",
+        context=context,
+    )
+    lines = [base64.b64decode(r["b"]) for r in rows]
+    if lines and lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]
+    return Head([line[:-1] if line.endswith(b"\r") else line for line in lines])
+
+
+def refuse_binary(engine: Engine, lines_expression: str, what: str) -> Head:
+    """The head of a file read as text; NotText when its first bytes say it is not text."""
+    head = read_head(engine, lines_expression, context=f"{what}: reading its first lines")
+    kind = head.not_text()
+    if kind:
+        raise NotText(f"{what}: not text but {kind}; give its format with --format, or rename it")
+    return head
