@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_embedded import ensure_data
 from bench.common import median, print_table, save_results
-from chute.claims import Claims
+from chute.load.claims import Claims
 from chute.sql import TableName
 from chute.targets.server import ServerTarget
 from tests.servers import ClickHouseServer

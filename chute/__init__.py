@@ -5,7 +5,6 @@
 >>> report.rows_loaded
 """
 
-from chute.api import LoadOptions, load
 from chute.errors import (
     ChuteError,
     LoadFailed,
@@ -17,6 +16,7 @@ from chute.errors import (
 )
 from chute.export import ExportOptions, ExportReport, export
 from chute.inspect import query, status
+from chute.load import LoadOptions, load
 from chute.report import FileResult, LoadReport
 from chute.timing import TimingReport, time_queries
 

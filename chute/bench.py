@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chute.api import LoadOptions, load
 from chute.engine import MEMORY, open_engine
 from chute.errors import ChuteError, UsageError
-from chute.ledger import LEDGER_TABLE
+from chute.load import LoadOptions, load
+from chute.load.ledger import LEDGER_TABLE
 from chute.report import human_bytes
 from chute.schema import Column, create_table_sql, describe
 from chute.sources.files import FileSource

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from chute import __version__
-from chute.api import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
-from chute.claims import DEFAULT_LEASE_SECONDS
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query, status
+from chute.load import DEFAULT_BATCH_BYTES, ON_CHANGE, LoadOptions, load
+from chute.load.claims import DEFAULT_LEASE_SECONDS
 from chute.report import LoadReport, render_text
 
 EXIT_OK = 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chute.claims import CLAIMS_TABLE
-from chute.ledger import Ledger
+from chute.load.claims import CLAIMS_TABLE
+from chute.load.ledger import Ledger
 from chute.sql import TableName, quote_str
 from chute.targets import Target, open_target
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chute.claims import CLAIMS_TABLE, ClaimLost, Claims
-from chute.ledger import LEDGER_TABLE
+from chute.load.claims import CLAIMS_TABLE, ClaimLost, Claims
+from chute.load.ledger import LEDGER_TABLE
 from chute.sql import TableName, quote_str
 from chute.targets.server import ServerTarget
 from chute.targets.staging import STAGE_PREFIX, Stage

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from chute.api import LoadOptions, load
 from chute.cli import main
 from chute.engine import open_engine
 from chute.errors import UsageError
+from chute.load import LoadOptions, load
 from chute.sources.database import parse_url
 
 from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer, running

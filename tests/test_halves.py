@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import chute
-import chute.api
 from chute.engine import open_engine
+from chute.load import commit as load_commit
+from chute.load import halves as load_halves
+from chute.load import reads as load_reads
 from chute.sources.ranges import halve
 from chute.targets.staging import _table_settings
 
@@ -32,22 +34,22 @@ DAY = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2)
 @pytest.fixture()
 def halves_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Lower the size bar; record each file loaded as halves."""
-    monkeypatch.setattr(chute.api, "HALVES_MIN_BYTES", 1)
+    monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
     seen: list[str] = []
-    original = chute.api._Loader._write_halves
+    original = load_halves.Halves.write
 
     def spy(self, unit, cut, newlines, by_source):  # type: ignore[no-untyped-def]
         seen.append(unit.key)
         return original(self, unit, cut, newlines, by_source)
 
-    monkeypatch.setattr(chute.api._Loader, "_write_halves", spy)
-    checked = chute.api._Loader._fix_row_numbers
+    monkeypatch.setattr(load_halves.Halves, "write", spy)
+    checked = load_commit.Commit.fix_row_numbers
 
     def row_check(self, stage, unit):  # type: ignore[no-untyped-def]
         seen.append("row check")
         return checked(self, stage, unit)
 
-    monkeypatch.setattr(chute.api._Loader, "_fix_row_numbers", row_check)
+    monkeypatch.setattr(load_commit.Commit, "fix_row_numbers", row_check)
     return seen
 
 
@@ -88,7 +90,7 @@ def test_halves_load_the_rows_of_the_sorting_way(
         for table in ("halves", "sorted"):
             _events_table(engine, table, "toYYYYMMDD(ts)", "ORDER BY id")
     if workers > 2:  # parallel parsing cuts a half into segments; small ones make several here
-        monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 2**18)
+        monkeypatch.setattr(load_reads, "PARSE_SEGMENT_BYTES", 2**18)
     days = dataclasses.replace(DAY, workers=workers)
     report = chute.load([str(path)], "halves", target=target, options=days)
     assert report.ok and report.rows_loaded == ROWS
@@ -98,7 +100,7 @@ def test_halves_load_the_rows_of_the_sorting_way(
     parts, partitions = _parts(engine, "halves")
     assert partitions >= 365 and partitions < parts <= 2 * partitions
 
-    monkeypatch.setattr(chute.api, "HALVES_MIN_BYTES", 2**62)
+    monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 2**62)
     halves_on.clear()
     assert chute.load([str(path)], "sorted", target=target, options=DAY).ok
     assert str(path) not in halves_on
@@ -133,7 +135,7 @@ def test_quoted_newlines_keep_row_numbers(
     second half changes no number, so with a thread per half nothing is checked
     row by row (halves parsed in parallel are always checked)."""
     if workers > 2:
-        monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 2**16)
+        monkeypatch.setattr(load_reads, "PARSE_SEGMENT_BYTES", 2**16)
     rows = 20_000
     marks = {"first half": {10, 5000}, "second half": {15_000, 19_999}, "at the middle": set(range(9_990, 10_010))}
     path = _quoted_newlines_csv(tmp_path / "q.csv", rows, marks[where])
@@ -264,7 +266,7 @@ def test_big_files_beyond_the_budget_load_the_sorting_way(tmp_path: Path, target
     """Two halves hold their rows in memory: a file too big for the budget is sorted (and spills)."""
     engine = open_engine(target)
     path = write_with_engine(engine, tmp_path / "e.csv", "CSVWithNames", UNSORTED.format(rows=ROWS))
-    budget = int(os.path.getsize(path) * chute.api.HALVES_MEMORY_PER_BYTE) - 1
+    budget = int(os.path.getsize(path) * load_halves.HALVES_MEMORY_PER_BYTE) - 1
     options = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", workers=2, memory_limit=budget)
     report = chute.load([str(path)], "t", target=target, options=options)
     assert report.ok and report.rows_loaded == ROWS and str(path) not in halves_on
@@ -280,7 +282,7 @@ def test_sigkill_during_halves_then_rerun(tmp_path: Path) -> None:
 
     def command(db: Path) -> list[str]:
         code = (
-            "import sys, chute.api; chute.api.HALVES_MIN_BYTES = 1; from chute.cli import main; "
+            "import sys; from chute.load import halves; halves.HALVES_MIN_BYTES = 1; from chute.cli import main; "
             "sys.exit(main(sys.argv[1:]))"
         )
         load = ["load", str(path), "--table", "t", "--target", str(db), "--partition-by", "toYYYYMMDD(ts)"]

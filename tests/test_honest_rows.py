@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import chute
-from chute.careful import UNCLOSED_QUOTE
 from chute.engine import open_engine
-from chute.rejects import ErrorBudget
+from chute.load.careful import UNCLOSED_QUOTE
+from chute.load.rejects import ErrorBudget
 
 from .servers import ClickHouseServer
 

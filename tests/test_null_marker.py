@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import chute
-import chute.api
 from chute import nullcheck
 from chute.engine import open_engine
+from chute.load import commit as load_commit
+from chute.load import halves as load_halves
 from chute.sql import quote_str
 
 ROWS = 4_000
@@ -46,7 +47,7 @@ def _events(path: Path, fmt: str, text_nulls: set[int], number_nulls: set[int]) 
 def null_checks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each INSERT read with the engine's NULL check off."""
     seen: list[bool] = []
-    original = chute.api._Loader._null_check_off
+    original = load_commit.Commit.null_check_off
 
     def spy(self, batch, settings):  # type: ignore[no-untyped-def]
         off = original(self, batch, settings)
@@ -54,7 +55,7 @@ def null_checks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         seen.append(off)
         return off
 
-    monkeypatch.setattr(chute.api._Loader, "_null_check_off", spy)
+    monkeypatch.setattr(load_commit.Commit, "null_check_off", spy)
     return seen
 
 
@@ -93,15 +94,15 @@ def test_rows_are_the_engines_own_reading(
         options = chute.LoadOptions(workers=2, split_bytes=path.stat().st_size // 5)
     halves: list[str] = []
     if how == "halves":
-        monkeypatch.setattr(chute.api, "HALVES_MIN_BYTES", 1)
-        write_halves = chute.api._Loader._write_halves
+        monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
+        write_halves = load_halves.Halves.write
 
         def spy(self, unit, *args, **kwargs):  # type: ignore[no-untyped-def]
             written = write_halves(self, unit, *args, **kwargs)
             halves.append(unit.key)  # loaded as halves, not failed over to the sorting way
             return written
 
-        monkeypatch.setattr(chute.api._Loader, "_write_halves", spy)
+        monkeypatch.setattr(load_halves.Halves, "write", spy)
     report = chute.load([str(path)], "events", target=target, options=options)
     assert report.ok and report.rows_loaded == ROWS and report.rows_rejected == 0
     assert halves == ([str(path)] if how == "halves" else [])

@@ -108,9 +108,10 @@ def test_wrong_guess_of_the_first_block_is_caught_and_read_again(
 ) -> None:
     """If the first block is not where chute expects it, the stage check catches
     the bad numbers and the file is read again by one thread: right numbers."""
-    import chute.api
+    from chute.load import commit as load_commit
+    from chute.load import reads as load_reads
 
-    monkeypatch.setattr(chute.api, "PARSE_SEGMENT_BYTES", 10**12)  # guesses 8192-row blocks
+    monkeypatch.setattr(load_reads, "PARSE_SEGMENT_BYTES", 10**12)  # guesses 8192-row blocks
     engine = open_engine(target)
     path = write_with_engine(
         engine,
@@ -119,16 +120,16 @@ def test_wrong_guess_of_the_first_block_is_caught_and_read_again(
         "SELECT number + 1 AS id, repeat('x', 3000 + number % 7) AS pad FROM numbers(40000)",
     )
     seen: list[str] = []
-    original = chute.api._Loader._fix_row_numbers
+    original = load_commit.Commit.fix_row_numbers
 
     def spy(self, stage, unit):  # type: ignore[no-untyped-def]
         try:
             original(self, stage, unit)
-        except chute.api.RowNumbersOff:
+        except load_commit.RowNumbersOff:
             seen.append(unit.key)
             raise
 
-    monkeypatch.setattr(chute.api._Loader, "_fix_row_numbers", spy)
+    monkeypatch.setattr(load_commit.Commit, "fix_row_numbers", spy)
     report = chute.load([str(path)], "t", target=target)
     assert report.ok and report.rows_loaded == 40_000
     assert seen == [str(path)]

@@ -250,12 +250,12 @@ def _dirty_files(directory: Path, files: int, lines: int) -> dict[tuple[str, int
 def test_dirty_json_batch_in_one_pass(tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Several dirty files in one batch: good rows keep their line numbers, each bad one is
     kept with its reason, and no file needs the per-file careful pass."""
-    import chute.api
+    from chute.load import careful_pass as load_careful_pass
 
     def no_careful(*args: object) -> None:
         raise AssertionError("the careful pass was not needed")
 
-    monkeypatch.setattr(chute.api._Loader, "_careful", no_careful)
+    monkeypatch.setattr(load_careful_pass.CarefulPass, "run", no_careful)
     engine = _table(target)
     expected = _dirty_files(tmp_path / "in", files=6, lines=500)
     report = chute.load([str(tmp_path / "in")], table="t", target=target)

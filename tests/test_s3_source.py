@@ -21,12 +21,12 @@ from types import SimpleNamespace
 import pytest
 
 import chute
-from chute.api import _check_cluster, server_side_select
 from chute.capabilities import Capabilities
 from chute.cli import main
 from chute.engine import open_engine
 from chute.errors import SourceError
 from chute.formats import detect
+from chute.load.methods import check_cluster, server_side_select
 from chute.schema import PROVENANCE_NAMES, Column, table_columns
 from chute.sources import SourceOptions, Unit, open_source
 from chute.sources.s3 import S3Source, glob_regex
@@ -485,7 +485,7 @@ def test_cluster_refusals_by_server_version() -> None:
     def check(version: str, units: list[Unit], provenance: bool = True, src: object = source) -> None:
         target = SimpleNamespace(capabilities=Capabilities.for_version(version))
         opts = chute.LoadOptions(cluster="analytics", provenance=provenance)
-        _check_cluster(opts, target, src, units)  # type: ignore[arg-type]
+        check_cluster(opts, target, src, units)  # type: ignore[arg-type]
 
     check("26.9.1", [json_unit])
     check("24.8", [json_unit, native_unit], provenance=False)

@@ -312,7 +312,7 @@ def test_setup_steps_on_a_server_survive_dropped_connections(
     tmp_path: Path, clickhouse_server: Any, server_url: str
 ) -> None:
     from chute import load
-    from chute.ledger import Ledger
+    from chute.load.ledger import Ledger
     from chute.sql import TableName
     from chute.targets.server import ServerTarget
 

@@ -1,0 +1,137 @@
+"""`chute.load()`: plan units against the ledger, load them in batches, report.
+
+Python plans and keeps the books; the engine does every row: it reads and
+parses each file, casts to the table's types through the file() structure,
+adds the provenance columns, and writes the parts. The parts of a load live in
+this package, one concern a module (see chute/load/loader.py for the flow).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Sequence
+
+from chute.engine import MEMORY, say_doing
+from chute.errors import UsageError
+from chute.load.context import LoadContext
+from chute.load.ledger import Ledger
+from chute.load.loader import Loader
+from chute.load.methods import check_cluster
+from chute.load.options import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_FILES,
+    METHODS,
+    ON_CHANGE,
+    LoadOptions,
+    ProgressCallback,
+    default_memory_limit,
+)
+from chute.load.rejects import ErrorBudget, refuse_rejects_clash, refuse_reserved
+from chute.load.table import partitioned, table_meta
+from chute.report import LoadReport
+from chute.scratch import sweep as sweep_scratch
+from chute.sources import SourceOptions, open_source
+from chute.sql import TableName
+from chute.targets import Target, open_target
+
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_FILES",
+    "METHODS",
+    "ON_CHANGE",
+    "LoadOptions",
+    "ProgressCallback",
+    "default_memory_limit",
+    "load",
+]
+
+
+def load(
+    sources: Sequence[str] | str,
+    table: str,
+    target: str | None = None,
+    options: LoadOptions | None = None,
+    progress: ProgressCallback | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_ddl: Callable[[str], None] | None = None,
+) -> LoadReport:
+    """Load files into `table`, exactly once; returns the report.
+
+    Raises UsageError/SourceError before anything is written when the request
+    itself is wrong; files that fail while loading are reported in the returned
+    report (``report.ok`` is false) and leave nothing of themselves behind.
+    """
+    opts = options or LoadOptions()
+    _check_options(opts)
+    started = time.monotonic()
+    sweep_scratch()
+    table_name = _table_name(table)
+    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
+    if opts.cluster is not None and getattr(tgt, "address", None) is None:
+        raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
+    say_doing(f"loading {table_name}")
+    ledger = Ledger(tgt, table_name)
+    has_ledger = ledger.exists()
+    latest = ledger.latest() if has_ledger else {}
+    refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
+    meta = table_meta(tgt, table_name)
+    known = tuple((k, e.state) for k, e in latest.items())
+    patterns = [sources] if isinstance(sources, str) else list(sources)
+    source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta)))
+    units = source.units()
+    check_cluster(opts, tgt, source, units)
+    loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta))
+    try:
+        report = loader.run(units, on_plan, on_ddl, latest)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    report.notes.extend(getattr(source, "notes", []))
+    report.seconds = time.monotonic() - started
+    report.bytes_sent = tgt.bytes_sent
+    report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return report
+
+
+def _check_options(opts: LoadOptions) -> None:
+    """A wrong request fails before anything is opened, in one line."""
+    if opts.method not in METHODS:
+        raise UsageError(f"--method must be one of {', '.join(METHODS)}")
+    if opts.on_change not in ON_CHANGE:
+        raise UsageError(f"--on-change must be one of {', '.join(ON_CHANGE)}")
+    if opts.delimiter is not None and len(opts.delimiter) != 1:
+        raise UsageError("--delimiter must be a single character")
+    ErrorBudget.parse(opts.max_errors)
+    if opts.cluster is not None:
+        if not opts.cluster.strip():
+            raise UsageError("--cluster needs a cluster name")
+        if opts.method in ("convert", "pass-through"):
+            raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
+
+
+def _table_name(table: str) -> TableName:
+    name = TableName.parse(table)
+    if name.table.startswith("_chute_"):
+        raise UsageError(f"table names starting with _chute_ are reserved: {table}")
+    refuse_reserved(name)
+    return name
+
+
+def _source_options(
+    opts: LoadOptions, target: Target, known: tuple[tuple[str, str], ...], table_partitioned: bool
+) -> SourceOptions:
+    exclude = [target.engine.path] if target.engine.path != MEMORY else []
+    return SourceOptions(
+        opts.format,
+        opts.compression,
+        tuple(exclude),
+        s3_endpoint=opts.s3_endpoint,
+        split_bytes=opts.range_bytes(bool(opts.partition_by) or table_partitioned),
+        split_by=opts.split_by,
+        where=opts.where,
+        cursor=opts.cursor,
+        password_file=opts.password_file,
+        loaded=known,
+    )

@@ -1,0 +1,99 @@
+"""The careful pass of one text file: its good rows into the table, every bad one kept as a reject.
+
+The engine does the row work (chute.load.careful); this part writes the two
+sets, applies --max-errors, and records the outcome.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from chute.load.careful import CheckedRows, check_delimited, check_json_lines
+from chute.load.commit import Commit
+from chute.load.context import LoadContext, without_overflow_check
+from chute.load.outcome import Plan, done, fail
+from chute.load.reads import Reads
+from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
+from chute.schema import Column, structure
+from chute.sources import Unit
+
+
+class CarefulPass:
+    def __init__(self, ctx: LoadContext, reads: Reads, commit: Commit) -> None:
+        self.ctx = ctx
+        self.reads = reads
+        self.commit = commit
+
+    def row_of(self, unit: Unit) -> Callable[[str], str]:
+        """`_source_row` from a record's 1-based position in the unit, as the careful pass counts."""
+        by_source = getattr(self.ctx.source, "row_at_position", None)
+        if by_source is not None:
+            return functools.partial(by_source, unit)
+        offset = self.ctx.row_offsets.get(unit.key, 0)
+        return (lambda row: f"{row} + {offset}") if offset else str
+
+    def run(self, unit: Unit, plan: Plan) -> None:
+        """Load the good rows of `unit`; keep every bad one in the rejects table."""
+        ctx = self.ctx
+        checked = self._checked(unit)
+        try:
+            ctx.rejects.ensure()
+            if not unit.is_range:  # a range's earlier rejects went with remove_rows
+                ctx.rejects.clear(unit.key)
+            if checked.rejected:
+                self._write_rejects(unit, checked)
+            over = ErrorBudget.parse(ctx.opts.max_errors).over(checked.rejected, checked.total)
+            if over is not None:
+                message = f"{unit.key}: {over}; nothing of the file was loaded (see table {ctx.rejects.name})"
+                fail(ctx, unit, message, plan, rejected=checked.rejected)
+                return
+            counts = self._write_good(unit, checked)
+        finally:
+            checked.drop(ctx.target.engine)
+        rows = sum(counts.values())
+        done(ctx, [unit], plan, rows={unit.key: rows}, rejected={unit.key: checked.rejected})
+
+    def _checked(self, unit: Unit) -> CheckedRows:
+        """Every record of the unit checked by the engine: good and bad in a scratch table."""
+        ctx = self.ctx
+        inputs = ctx.input_columns()
+        engine = ctx.target.engine
+        # Ranges of dates are checked value by value here, never by the parser.
+        read_settings = without_overflow_check(ctx.format_settings())
+        settings = {**read_settings, "max_threads": ctx.workers}
+        lines = ctx.source.table_expression(unit, "line String", "LineAsString")
+        if unit.fmt.format == "JSONEachRow":
+            return check_json_lines(engine, lines, inputs, settings, read_settings)
+        text_columns = [Column(c.name, "String") for c in inputs]
+        delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        expression = ctx.source.table_expression(unit, structure(text_columns))
+        return check_delimited(engine, expression, lines, inputs, delimiter, settings)
+
+    def _write_rejects(self, unit: Unit, checked: CheckedRows) -> None:
+        ctx = self.ctx
+        types = ctx.rejects.types()
+        ctx.target.write_batch(
+            ctx.rejects.name,
+            REJECT_COLUMNS,
+            [checked.rejects_select(unit.source_name, ctx.load_id, types, self.row_of(unit))],
+            {"max_threads": 1},
+            count_by_source=False,
+            context=f"{unit.key}: writing rejects",
+        )
+
+    def _write_good(self, unit: Unit, checked: CheckedRows) -> dict[str, int]:
+        ctx = self.ctx
+        settings: dict[str, str | int | float] = {"max_threads": ctx.workers, "max_insert_threads": ctx.workers}
+        good = [
+            checked.good_select(ctx.input_columns(), functools.partial(self.reads.provenance, unit), self.row_of(unit))
+        ]
+        return ctx.target.write_batch(
+            ctx.table,
+            ctx.insert_columns(),
+            self.reads.grouped(good, settings),
+            settings,
+            count_by_source=False,
+            context=unit.key,
+            before_commit=self.commit.unchanged_check([unit]),
+        )

@@ -1,0 +1,145 @@
+"""Checks just before a batch's rows move into the table, and removing what earlier tries left.
+
+Each check runs against the stage table: the files are unchanged, the NULL
+search found nothing where the engine's NULL check was off, and row numbers of
+a parallel parse are exactly 1..n (mended where one gap is off by one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
+from chute.load.context import LoadContext
+from chute.nullcheck import CHECKED_FORMATS, NullsInFile, Place, scalar_type
+from chute.sources import Unit
+from chute.sql import TableName, quote_str
+from chute.targets.staging import CommitCheck
+
+
+class RowNumbersOff(TargetError):
+    """Row numbers from a parallel parse that cannot be mended: read the file again by one thread."""
+
+
+def sum_to(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def sum_of_squares(n: int) -> int:
+    return n * (n + 1) * (2 * n + 1) // 6
+
+
+class Commit:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    def unchanged_check(self, batch: list[Unit], fix_rows: bool = False, null_check_off: bool = False) -> CommitCheck:
+        def check(stage: TableName | None, _counts: dict[str, int]) -> None:
+            for unit in batch:
+                if not self.ctx.source.unchanged(unit):
+                    raise SourceError(f"{unit.key}: changed or removed during the load; run again to load it")
+            nulls = self.nulls_read_with_check_off(batch, null_check_off)
+            if nulls is not None:
+                raise nulls
+            if fix_rows and stage is not None:
+                for unit in batch:
+                    self.fix_row_numbers(stage, unit)
+
+        return check
+
+    def fix_row_numbers(self, stage: TableName, unit: Unit) -> None:
+        """Check a CSV/TSV file's row numbers in the stage table, and mend them.
+
+        They must be exactly 1..n: checked by min, max, count, sum and sum of
+        squares (one pass, no set). A single gap (the engine's off-by-one after
+        the first block, when it was not numbered right as read) is closed by
+        shifting the rows after it; any other shape raises RowNumbersOff, and
+        the batch is read again by one thread.
+        """
+        key = quote_str(unit.source_name)
+        offset = self.ctx.row_offsets.get(unit.key, 0)  # a range's rows follow the file's earlier ranges
+        row = f"(_source_row - {offset})" if offset else "_source_row"
+        got = self.ctx.target.rows(
+            f"SELECT min({row}) AS lo, max({row}) AS hi, count() AS n, "
+            f"toString(sum({row})) AS s, toString(sum({row} * {row})) AS q "
+            f"FROM {stage.sql} WHERE _source = {key}"
+        )[0]
+        lo, hi, n = int(got["lo"]), int(got["hi"]), int(got["n"])
+        # The squares are summed in UInt64 on every server version: compare modulo 2**64.
+        total, squares = int(got["s"]), int(got["q"])
+        if n == 0 or (lo, hi, total, squares) == (1, n, sum_to(n), sum_of_squares(n) % 2**64):
+            return
+        gap = sum_to(n + 1) - total
+        if lo == 1 and hi == n + 1 and 1 <= gap <= n and squares == (sum_of_squares(n + 1) - gap * gap) % 2**64:
+            self.ctx.target.mutate(
+                stage,
+                f"UPDATE _source_row = _source_row - 1 WHERE _source = {key} AND _source_row > {gap + offset}",
+                f"{unit.key}: fixing row numbers",
+            )
+            return
+        raise RowNumbersOff(f"{unit.key}: row numbers from the parallel parser are not 1..{n}")
+
+    # -- the NULL check (chute.nullcheck) --------------------------------------
+
+    def null_places(self, batch: list[Unit]) -> list[Place] | None:
+        """The batch's bytes, where all are local uncompressed CSV/TSV (see chute.nullcheck)."""
+        places = []
+        for unit in batch:
+            path = unit.origin or unit.key
+            if unit.fmt.format not in CHECKED_FORMATS or unit.fmt.compression != "none" or "://" in path:
+                return None
+            places.append((path, unit.start, unit.end if unit.is_range else unit.size, unit.identity))
+        return places
+
+    def null_check_off(self, batch: list[Unit], settings: dict[str, str | int | float]) -> bool:
+        """Turn the engine's NULL check off for this INSERT where the bytes and types allow."""
+        scalar = all(scalar_type(c.type) for c in self.ctx.input_columns())
+        off = scalar and self.ctx.nulls.check_off(self.null_places(batch))
+        if off:
+            settings["input_format_null_as_default"] = 0
+        return off
+
+    @contextlib.contextmanager
+    def nulls_guard(self, batch: list[Unit], check_off: bool) -> Iterator[None]:
+        """A failed INSERT read with the NULL check off, of a file that holds `\\N`: NullsInFile."""
+        try:
+            yield
+        except (NullsInFile, CommitUncertain):
+            raise  # (a commit was begun: the search had found nothing by then)
+        except ChuteError as exc:
+            nulls = self.nulls_read_with_check_off(batch, check_off)
+            if nulls is not None:
+                raise nulls from exc
+            raise
+
+    def nulls_read_with_check_off(self, batch: list[Unit], check_off: bool) -> NullsInFile | None:
+        """NullsInFile when the batch was read with the NULL check off and holds `\\N` (waits for the search)."""
+        if check_off and self.ctx.nulls.holds_nulls(self.null_places(batch) or []):
+            return NullsInFile(f"{batch[0].key}: holds \\N; read again with NULLs as defaults")
+        return None
+
+    # -- repair ---------------------------------------------------------------
+
+    def remove_rows(self, units: list[Unit]) -> None:
+        """Remove what earlier attempts left of these units (rows and rejects)."""
+        ctx = self.ctx
+        files = [u.key for u in units if not u.is_range]
+        if files:
+            ctx.target.delete_sources(ctx.table, files)
+            for key in files:
+                ctx.rejects.clear(key)
+        for unit in units:
+            if unit.is_range:
+                self._remove_range(unit)
+
+    def _remove_range(self, unit: Unit) -> None:
+        """This range's rows and those of any later range of the file: they load in order."""
+        ctx = self.ctx
+        where = f"_source = {quote_str(unit.origin)} AND _source_row > {ctx.row_offsets.get(unit.key, 0)}"
+        tables = [ctx.table, ctx.rejects.name] if ctx.rejects.exists() else [ctx.table]
+        for table in tables:
+            # A mutation costs even when it matches nothing: look first.
+            found = ctx.target.rows(f"SELECT count() AS n FROM {table.sql} WHERE {where}")
+            if int(found[0]["n"]):
+                ctx.target.mutate(table, f"DELETE WHERE {where}", f"{unit.key}: removing earlier rows")

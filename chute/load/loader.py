@@ -1,0 +1,243 @@
+"""The loader: plans against the ledger, then moves batch after batch through the parts.
+
+Each batch: (claims, where others may share the job) -> ledger `started` ->
+earlier rows of the units removed where they were interrupted -> the write
+(chute.load.writer: fast path and its own fallbacks) -> ledger `done`. A batch
+that fails goes to chute.load.recovery, which decides; the loader carries the
+decision out: the tolerant pass, the named file set aside, each file alone,
+then the careful pass or failure of one file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from chute.errors import ChuteError, NotText, SourceError
+from chute.load.careful_pass import CarefulPass
+from chute.load.claims import ClaimLost, Claims
+from chute.load.commit import Commit
+from chute.load.context import LoadContext
+from chute.load.halves import Halves
+from chute.load.ledger import LedgerEntry
+from chute.load.methods import Methods
+from chute.load.outcome import Plan, done, fail
+from chute.load.plan import batches, place_range, plan_units, rotated
+from chute.load.reads import Reads
+from chute.load.recovery import Recovery, Step
+from chute.load.sharing import Sharing
+from chute.load.sizing import Sizing
+from chute.load.table import SELF_DESCRIBING, TableSetup
+from chute.load.tolerant_pass import TolerantPass
+from chute.load.writer import Writer
+from chute.report import LoadReport
+from chute.sources import Unit
+from chute.sql import quote_ident
+
+
+class Loader:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.reads = Reads(ctx)
+        self.sizing = Sizing(ctx, self.reads)
+        self.commit = Commit(ctx)
+        self.methods = Methods(ctx)
+        self.halves = Halves(ctx, self.reads, self.sizing, self.commit)
+        self.writer = Writer(ctx, self.reads, self.sizing, self.commit, self.methods, self.halves)
+        self.table = TableSetup(ctx)
+        self.recovery = Recovery(ctx)
+        self.tolerant = TolerantPass(ctx, self.reads, self.sizing, self.commit)
+        self.careful = CarefulPass(ctx, self.reads, self.commit)
+        self.sharing: Sharing | None = None
+
+    def run(
+        self,
+        units: list[Unit],
+        on_plan: Callable[[int, int], None] | None,
+        on_ddl: Callable[[str], None] | None,
+        latest: dict[str, LedgerEntry] | None = None,
+    ) -> LoadReport:
+        """Plan against the ledger (`latest`, when the caller read it already) and load."""
+        ctx = self.ctx
+        if ctx.table.database:
+            ctx.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)}")
+        ctx.ledger.ensure()
+        if ctx.target.shared:
+            ctx.claims = Claims(ctx.target, ctx.table, ctx.opts.worker_id, ctx.opts.lease_seconds)
+            ctx.claims.ensure()
+            ctx.target.guard_commits(ctx.claims.load, ctx.claims.guard)
+            self.sharing = Sharing(ctx, ctx.claims)
+            self.sharing.drop_stale_stages()
+        else:
+            ctx.target.prepare(ctx.table)
+        ctx.ledger_latest = ctx.ledger.latest() if latest is None else latest
+        for unit in units:
+            if unit.is_range:
+                ctx.ranges_of.setdefault(unit.origin, []).append(unit)
+        for ranges in ctx.ranges_of.values():
+            ranges.sort(key=lambda u: u.start)
+        plan = plan_units(ctx, units, ctx.ledger_latest)
+        if on_plan:
+            on_plan(len(plan.load), sum(u.size for u in plan.load))
+        table_there = self.table.settle(plan, on_ddl)
+        self._load_all(plan)
+        ctx.report.files = [plan.results[u.key] for u in units]
+        if table_there:
+            ctx.report.table_rows, ctx.report.table_bytes_on_disk = ctx.target.table_stats(ctx.table)
+        return ctx.report
+
+    # -- batches --------------------------------------------------------------
+
+    def _load_all(self, plan: Plan) -> None:
+        ctx = self.ctx
+        if not plan.load:
+            return
+        if plan.replace and not ctx.has_provenance:
+            ctx.report.notes.append(
+                "the table has no provenance columns: rows of interrupted or changed files cannot be "
+                "found to replace them; they are loaded again"
+            )
+        ready = [u for u in plan.load if self._precheck(u, plan)]
+        found = batches(ctx, self.methods, ready)
+        ctx.single_batch = len(found) == 1 and ctx.claims is None
+        # Files passed through go one per request: as many at once as the target takes.
+        passed = found and all(self.methods.pass_through(b) for b in found)
+        streams = ctx.target.parallel_streams if passed else 1
+        progress = _Progress(ctx, plan)
+
+        def one(batch: list[Unit]) -> None:
+            progress.add(self._one(batch, plan))
+
+        with ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext():
+            if self.sharing is not None:
+                found = rotated(found)
+            if streams == 1:
+                for batch in found:
+                    one(batch)
+            else:
+                with ThreadPoolExecutor(streams) as pool:
+                    for future in [pool.submit(one, b) for b in found]:
+                        future.result()
+            if self.sharing is not None:
+                self.sharing.load_waiting(one, lambda units: batches(ctx, self.methods, units))
+        if self.sharing is not None:
+            self.sharing.drop_stale_stages()  # a worker killed meanwhile left its stage behind
+
+    def _one(self, batch: list[Unit], plan: Plan) -> list[Unit]:
+        """Load one batch (under claims where others may share the job); the units it settled."""
+        sharing = self.sharing
+        if sharing is not None:
+            batch = sharing.claimed(batch, plan)
+        try:
+            if batch:
+                self._load_batch(batch, plan)
+                self._run_deferred(plan)
+        except ClaimLost as exc:
+            assert sharing is not None
+            self.ctx.note(f"{exc}: left to it")
+            sharing.wait_for([u for u in batch if plan.results[u.key].state != "loaded"])
+        finally:
+            if self.ctx.claims is not None:
+                self.ctx.claims.release(u.key for u in batch)
+        return [u for u in batch if sharing is None or not sharing.is_waiting(u)]
+
+    def _precheck(self, unit: Unit, plan: Plan) -> bool:
+        """Per-file checks that need no row parsing; a failure marks the unit failed."""
+        try:
+            if unit.size == 0:
+                raise SourceError(f"{unit.key}: empty file (0 bytes)")
+            if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
+                self.table.check_fields(unit)
+            if unit.fmt.format in ("CSV", "TSV") and self.table.header_names(unit):
+                self.ctx.named.add(unit.key)
+        except ChuteError as exc:
+            fail(self.ctx, unit, str(exc), plan)
+            return False
+        return True
+
+    def _load_batch(self, batch: list[Unit], plan: Plan) -> None:
+        ctx = self.ctx
+        if batch[0].is_range and not place_range(ctx, batch[0], plan):
+            return
+        ctx.ledger.record(batch, "started", ctx.load_id)
+        replace = [u for u in batch if u.key in plan.replace]
+        if replace and ctx.has_provenance:
+            self.commit.remove_rows(replace)
+        by_source = ctx.fill_provenance
+        pass_through = self.methods.pass_through(batch)
+        try:
+            counts = self.writer.write_with_repair(batch, pass_through, by_source)
+        except ChuteError as exc:
+            self._after_batch_failure(batch, exc, plan)
+            return
+        if pass_through or batch[0].is_range:
+            by_source = False
+        done(ctx, batch, plan, rows=counts if by_source else {batch[0].key: sum(counts.values())})
+
+    # -- when a batch fails: recovery decides, the loader carries it out -------
+
+    def _after_batch_failure(self, batch: list[Unit], exc: ChuteError, plan: Plan) -> None:
+        decision = self.recovery.decide(batch, exc, self.tolerant.fits(batch, exc))
+        if decision.step is Step.TOLERANT:
+            if self.tolerant.run(batch, plan):
+                return
+            decision = self.recovery.decide(batch, exc, tolerant_fits=False)
+        if decision.step is Step.RAISE:
+            raise exc
+        if decision.step is Step.DEFER_CULPRIT:
+            assert decision.culprit is not None and decision.error is not None
+            with self.ctx.lock:
+                self.ctx.deferred.append((decision.culprit, decision.error))
+            self._load_batch([u for u in batch if u is not decision.culprit], plan)
+        elif decision.step is Step.SPLIT:
+            self.ctx.single_batch = False  # several batches now: none may swap the table
+            with ThreadPoolExecutor(min(self.ctx.workers, len(batch))) as pool:
+                for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
+                    future.result()
+        else:
+            self._after_failure(batch[0], exc, plan)
+
+    def _run_deferred(self, plan: Plan) -> None:
+        """Files set aside by the recovery: their careful passes, `workers` at a time."""
+        with self.ctx.lock:
+            deferred, self.ctx.deferred = self.ctx.deferred, []
+        if not deferred:
+            return
+        with ThreadPoolExecutor(min(self.ctx.workers, len(deferred))) as pool:
+            for future in [pool.submit(self._after_failure, unit, exc, plan) for unit, exc in deferred]:
+                future.result()
+
+    def _after_failure(self, unit: Unit, exc: ChuteError, plan: Plan) -> None:
+        """A file the fast path could not load: a careful pass if it is text, else it fails."""
+        decision = self.recovery.for_unit(unit, exc)
+        if decision.step is Step.FAIL:
+            fail(self.ctx, unit, str(decision.error), plan)
+            return
+        try:
+            self.careful.run(unit, plan)
+        except ChuteError as careful_exc:
+            if not careful_exc.terminal:
+                raise
+            # The careful pass could not read it either (truncated archive, I/O): the first error says most,
+            # unless the file is not text at all.
+            fail(self.ctx, unit, f"{unit.key}: {careful_exc}" if isinstance(careful_exc, NotText) else str(exc), plan)
+
+
+class _Progress:
+    """Units settled so far, told to the progress callback after each batch (from any thread)."""
+
+    def __init__(self, ctx: LoadContext, plan: Plan) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.done: list[Unit] = []
+        self.lock = threading.Lock()
+
+    def add(self, units: list[Unit]) -> None:
+        with self.lock:
+            self.done.extend(units)
+            if self.ctx.progress:
+                loaded = [self.plan.results[u.key] for u in self.done]
+                rows = sum(r.rows_loaded for r in loaded)
+                self.ctx.progress(len(self.done), rows, sum(u.size for u in self.done))

@@ -1,0 +1,224 @@
+"""Where a server reads units itself (url(), s3(), s3Cluster()), or parses the bytes chute sends as they are.
+
+Three ways rows reach a server target: "convert" (the local engine reads, casts and
+sends Native; chute.load.writer), "server-side" (the server reads the source itself,
+this module), "pass-through" (file bytes sent as they are, the server parses them).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from chute.capabilities import Capabilities
+from chute.errors import ChuteError, UsageError
+from chute.load.context import LoadContext
+from chute.load.options import LoadOptions
+from chute.schema import Column
+from chute.sources import Source, Unit
+from chute.sources.files import ROW_NUMBER_FORMATS
+from chute.sql import quote_ident, quote_str
+from chute.targets import Target
+
+SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
+"""Reading settings a server of any version knows, for the server-side path."""
+PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def origin(unit: Unit) -> str:
+    """scheme://host[:port] of a URL unit; s3://bucket of an object."""
+    parts = urllib.parse.urlsplit(unit.key)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+class ServerRead(NamedTuple):
+    """How a server target reads one unit itself."""
+
+    expression: str
+    """The table function call (url(), s3(), s3Cluster()); probed once per origin."""
+    select: str
+    """The SELECT of `INSERT INTO table (columns) SELECT ...`."""
+
+
+def server_side_select(
+    source: Source,
+    unit: Unit,
+    fmt_name: str,
+    inputs: Sequence[Column],
+    capabilities: Capabilities,
+    provenance: Mapping[str, str] | None = None,
+    load_id: str = "",
+    cluster: str | None = None,
+) -> ServerRead | None:
+    """The SELECT with which a server reads `unit` itself and fills provenance; None
+    when the source cannot hand the unit over (its `server_blocker` says why).
+
+    `provenance` maps the provenance columns to the table's types, when they are
+    filled. `_source` and `_source_mtime` are constants: one unit per statement.
+    `_source_row`: a url()/s3() read numbers rows in file order when one thread reads
+    (max_threads 1); across a cluster only the node reading the object knows a row's
+    place in it, so `_row_number`, which callers check first (`s3_row_number`).
+    """
+    expression_of = getattr(source, "server_expression", None)
+    if expression_of is None:
+        return None
+    # Old servers take names in a structure string only bare (`a` would name a field "`a`").
+    plain = ", ".join(f"{c.name if PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
+    expression = expression_of(unit, plain, fmt_name, capabilities, cluster)
+    if expression is None:
+        return None
+    exprs = [quote_ident(c.name) for c in inputs]
+    if provenance is not None:
+        values = {
+            "_source": quote_str(unit.source_name),
+            "_source_mtime": server_time(unit.mtime_ns, capabilities),
+            "_source_row": "_row_number + 1" if cluster is not None else "rowNumberInAllBlocks() + 1",
+            "_load_id": quote_str(load_id),
+        }
+        exprs += [f"CAST({v}, {quote_str(provenance[n])}) AS {n}" for n, v in values.items()]
+    return ServerRead(expression, f"SELECT {', '.join(exprs)} FROM {expression}")
+
+
+def server_time(mtime_ns: int, capabilities: Capabilities) -> str:
+    """A time as a literal the server parses: to the nanosecond where it has DateTime64,
+    as the embedded path stores it; else to the second (DateTime is all such a table holds)."""
+    seconds, fraction = divmod(mtime_ns, 10**9)
+    if not capabilities.datetime64:
+        return f"toDateTime({seconds}, 'UTC')"
+    stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return f"toDateTime64('{stamp:%Y-%m-%d %H:%M:%S}.{fraction:09d}', 9, 'UTC')"
+
+
+def check_cluster(opts: LoadOptions, target: Target, source: Source, units: list[Unit]) -> None:
+    """--cluster: refused at once, in one line, where it cannot be honoured."""
+    if opts.cluster is None or not units:
+        return
+    blocker_of = getattr(source, "server_blocker", None)
+    if blocker_of is None:
+        raise UsageError("--cluster reads s3:// sources only")
+    caps = target.capabilities
+    blocker = blocker_of(units[0], caps, opts.cluster)
+    if blocker is not None:
+        raise UsageError(blocker if blocker.startswith("--cluster") else f"--cluster: {blocker}")
+    if not opts.provenance:
+        return
+    if not caps.s3_row_number:
+        raise UsageError(
+            f"--cluster with provenance needs _row_number from s3Cluster() (server 26.9+, this one is "
+            f"{caps.version_text}): pass --no-provenance, or load without --cluster"
+        )
+    numberless = next((u for u in units if u.fmt.format not in ROW_NUMBER_FORMATS), None)
+    if numberless is not None:
+        raise UsageError(
+            f"--cluster with provenance: {numberless.key}: {numberless.fmt.format} objects carry no "
+            "_row_number; pass --no-provenance, or load without --cluster"
+        )
+
+
+class Methods:
+    """Which way a batch reaches a server target, and the SQL of the server-side way."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    def scrubbed(self, exc: ChuteError) -> ChuteError:
+        """`exc` with its message cleaned of source secrets (server-side SQL carries them)."""
+        scrub = getattr(self.ctx.source, "scrub", None)
+        text = scrub(str(exc)) if scrub is not None else str(exc)
+        if text == str(exc):
+            return exc
+        clean = copy.copy(exc)
+        clean.args = (text,)
+        return clean
+
+    def server_side_possible(self, unit: Unit) -> bool:
+        """Whether a server target may read `unit` itself (before any probe): such units
+        load one per statement, so that each is its own ledger entry."""
+        ctx = self.ctx
+        blocker_of = getattr(ctx.source, "server_blocker", None)
+        return (
+            ctx.opts.method in ("auto", "server-side")
+            and ctx.is_server()
+            and blocker_of is not None
+            and blocker_of(unit, ctx.target.capabilities, ctx.opts.cluster) is None
+        )
+
+    def server_select(self, batch: list[Unit]) -> str | None:
+        """The SELECT a server target runs to read a URL or an S3 object itself, or None.
+
+        Chosen by --method auto or server-side (or --cluster) when the target is a server,
+        the source can hand the server the unit (url(), s3(), s3Cluster()), and the server
+        reaches it (probed once per origin). The server parses straight into the table's
+        types and fills provenance. Where it cannot, auto converts here with a note;
+        server-side and --cluster fail the unit, saying why.
+        """
+        ctx, unit = self.ctx, batch[0]
+        asked = ctx.opts.method == "server-side" or ctx.opts.cluster is not None
+        blocker_of = getattr(ctx.source, "server_blocker", None)
+        if ctx.opts.method not in ("auto", "server-side") or blocker_of is None or not ctx.is_server():
+            if asked:
+                option = "--cluster" if ctx.opts.cluster is not None else "--method server-side"
+                raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
+            return None
+        blocker = blocker_of(unit, ctx.target.capabilities, ctx.opts.cluster)
+        if blocker is None:
+            if len(batch) != 1:  # not batched when the server may read them (server_side_possible)
+                return None
+            read = self._server_read(unit, asked)
+            if read is None:
+                return None
+            blocker = self.server_unreached(read.expression, unit)
+            if blocker is None:
+                return read.select
+        if asked:
+            raise UsageError(f"{unit.key}: the server cannot read it itself ({blocker})")
+        ctx.note(f"{origin(unit)}: the server cannot read it itself ({blocker}); converted here")
+        return None
+
+    def _server_read(self, unit: Unit, asked: bool) -> ServerRead | None:
+        ctx = self.ctx
+        caps = ctx.target.capabilities
+        fmt_name = ctx.format_name(unit)
+        if fmt_name.endswith("WithNames") and not caps.reads_header_files:
+            if asked:
+                raise UsageError(
+                    f"{unit.key}: server {caps.version_text} loses a row of "
+                    "files with a header line when it reads them itself; use --method convert"
+                )
+            return None
+        types = {c.name: c.type for c in ctx.info.columns} if ctx.fill_provenance else None
+        return server_side_select(
+            ctx.source, unit, fmt_name, ctx.input_columns(), caps, types, ctx.load_id, ctx.opts.cluster
+        )
+
+    def server_unreached(self, expression: str, unit: Unit) -> str | None:
+        """Why the server cannot read `unit` (its error, without secrets), None when it can.
+        Probed once per origin (scheme, host, port; an S3 bucket): reaching one object
+        there means reaching the rest."""
+        ctx = self.ctx
+        where = origin(unit)
+        if where not in ctx.server_reach:
+            try:
+                ctx.target.rows(f"SELECT 1 AS ok FROM {expression} LIMIT 1", context=f"{unit.key}: probing")
+                ctx.server_reach[where] = None
+            except ChuteError as exc:
+                ctx.server_reach[where] = str(self.scrubbed(exc))
+        return ctx.server_reach[where]
+
+    def pass_through(self, batch: list[Unit]) -> bool:
+        """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
+        ctx = self.ctx
+        # Only local files can be sent as they are (write_raw opens the path).
+        if ctx.opts.method == "convert" or len(batch) != 1 or batch[0].is_range or "://" in batch[0].key:
+            return False
+        possible = not ctx.fill_provenance and ctx.target.accepts_raw(batch[0].fmt)
+        if ctx.opts.method == "pass-through" and not possible:
+            raise UsageError(
+                f"{batch[0].key}: --method pass-through needs a server that parses {batch[0].fmt.format} "
+                f"({batch[0].fmt.compression}) itself and no provenance columns (--no-provenance)"
+            )
+        return possible

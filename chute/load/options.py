@@ -1,0 +1,124 @@
+"""What a load can be told: `LoadOptions`, with safe defaults, and the reading settings they imply."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chute.load.claims import DEFAULT_LEASE_SECONDS
+
+ON_CHANGE = ("skip", "reload", "error")
+METHODS = ("auto", "convert", "pass-through", "server-side")
+
+# A batch is one INSERT; smaller batches lose less work to a crash.
+DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
+DEFAULT_BATCH_FILES = 64
+
+ProgressCallback = Callable[[int, int, int], None]
+"""Called after each batch with (files done, rows loaded so far, bytes done so far)."""
+
+
+def default_memory_limit() -> int:
+    """A quarter of the machine's memory (cgroup limit included): loads share machines."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 4 * 2**30
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            text = fh.read().strip()
+        if text.isdigit():
+            total = min(total, int(text))
+    except OSError:
+        pass
+    return max(256 * 2**20, total // 4)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Everything a load can be told, with safe defaults."""
+
+    format: str | None = None
+    """Input format for every file (json, csv, tsv, parquet, native, orc, avro, arrow); default: by extension."""
+    compression: str | None = None
+    """Compression of every file (gzip, zstd, bz2, xz, lz4, none); default: by extension."""
+    delimiter: str | None = None
+    """CSV field delimiter (one character)."""
+    workers: int | None = None
+    """Engine threads; default: all cores."""
+    order_by: str = "tuple()"
+    """ORDER BY of a table chute creates."""
+    partition_by: str | None = None
+    """PARTITION BY of a table chute creates."""
+    provenance: bool = True
+    """Add _source, _source_mtime, _source_row, _load_id to a table chute creates, and fill them."""
+    add_columns: bool = False
+    """Add input fields the table lacks with ALTER TABLE ... ADD COLUMN instead of failing."""
+    on_change: str = "skip"
+    """What to do with a loaded file whose size or mtime changed: skip, reload, error."""
+    batch_bytes: int = DEFAULT_BATCH_BYTES
+    batch_files: int = DEFAULT_BATCH_FILES
+    password_file: str | None = None
+    """File holding the server password (for http(s) targets)."""
+    insecure: bool = False
+    """Skip TLS certificate checks for https targets (loudly)."""
+    connections: int = 2
+    """Parallel HTTP connections to a server target."""
+    method: str = "auto"
+    """How rows reach a server: "convert" (the engine reads, casts and sends Native),
+    "pass-through" (file bytes sent as they are; the server parses; no provenance),
+    "server-side" (the server reads http(s) URLs and s3:// objects itself),
+    or "auto" (server-side or pass-through where they apply, else convert)."""
+    cluster: str | None = None
+    """For s3:// sources into a server: read with s3Cluster(cluster, ...) by the nodes of this
+    cluster (server-side only). With provenance it needs `_row_number` (see `Capabilities`)."""
+    design: str | None = None
+    """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
+    or the path of a saved proposal (`chute design ... > FILE.sql`)."""
+    max_errors: str | None = None
+    """Bad rows allowed per file before the whole file fails: a count ("10") or a share ("0.1%").
+    Default: no limit; every bad row goes to the `<table>_rejects` table."""
+    strict: bool = False
+    """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
+    s3_endpoint: str | None = None
+    """For s3:// sources: an S3-compatible endpoint (http(s)://host:port) instead of AWS."""
+    split_by: str | None = None
+    """For database sources: the column whose ranges make the units (default: the primary key)."""
+    where: str | None = None
+    """For database sources: a filter every unit applies (ClickHouse SQL over the source's columns;
+    simple comparisons are pushed down to the source server)."""
+    cursor: str | None = None
+    """For database sources: a column that only grows (e.g. updated_at); each run loads the rows past
+    the largest value loaded before."""
+    memory_limit: int = field(default_factory=lambda: default_memory_limit())
+    """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
+    worker_id: str | None = None
+    """How this process is named in the claims of a server target (default: host:pid); see
+    docs/concurrency.md."""
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    """How long a claim lives without a heartbeat: a worker that died holds its units this long
+    (a dead process on this host holds them not at all)."""
+    split_bytes: int | None = None
+    """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
+    about this size, each its own unit (resumable mid-file, memory bounded by the range).
+    Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB, at most 512 MiB), and no split into a partitioned
+    table (every range would add a part to each partition it touches); 0: never split."""
+
+    def range_bytes(self, partitioned: bool) -> int | None:
+        if self.split_bytes == 0 or (self.split_bytes is None and partitioned):
+            return None
+        return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
+
+
+def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
+    """How to read input; the same for inference and for loading."""
+    settings: dict[str, str | int | float] = {
+        "date_time_input_format": "best_effort",
+        "input_format_csv_detect_header": 1,
+        # A date or time out of its type's range fails (to the careful pass) instead of being clamped.
+        "date_time_overflow_behavior": "throw",
+    }
+    if opts.delimiter:
+        settings["format_csv_delimiter"] = opts.delimiter
+    return settings

@@ -1,0 +1,66 @@
+"""How units end: per-unit results, the ledger rows that make them final, error labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chute.errors import ChuteError
+from chute.load.context import LoadContext
+from chute.report import FileResult
+from chute.sources import Unit
+
+
+@dataclass
+class Plan:
+    """The units to load (after the ledger), those whose earlier rows go first, every result."""
+
+    load: list[Unit] = field(default_factory=list)
+    replace: set[str] = field(default_factory=set)
+    results: dict[str, FileResult] = field(default_factory=dict)
+
+
+def fail(ctx: LoadContext, unit: Unit, message: str, plan: Plan, rejected: int = 0) -> None:
+    """The unit failed: its result says why, and the ledger (a re-run tries it again)."""
+    scrub = getattr(ctx.source, "scrub", None)
+    if scrub is not None:  # a second line of defence: no source secret in the report or ledger
+        message = scrub(message)
+    result = plan.results[unit.key]
+    result.state = "failed"
+    result.error = message
+    result.rows_rejected = rejected
+    ctx.ledger.record([unit], "failed", ctx.load_id, errors={unit.key: message}, rejected={unit.key: rejected})
+
+
+def done(
+    ctx: LoadContext, units: list[Unit], plan: Plan, rows: dict[str, int], rejected: dict[str, int] | None = None
+) -> None:
+    """The units' rows are in the table: their results, then the ledger's `done`."""
+    for unit in units:
+        result = plan.results[unit.key]
+        result.state = "loaded"
+        result.rows_loaded = rows.get(unit.key, 0)
+        result.rows_rejected = (rejected or {}).get(unit.key, 0)
+    ctx.ledger.record(units, "done", ctx.load_id, rows=rows, rejected=rejected)
+    units_done(ctx, units)
+
+
+def units_done(ctx: LoadContext, units: list[Unit]) -> None:
+    """Tell the source (Kafka commits its group's offsets for information)."""
+    hook = getattr(ctx.source, "unit_done", None)
+    if hook is not None:
+        hook(units)
+
+
+def batch_label(batch: list[Unit]) -> str:
+    """How errors of a batch name it: by its files, never as "a batch"."""
+    if len(batch) == 1:
+        return batch[0].key
+    return f"{batch[0].key} (with {len(batch) - 1} more file{'s' if len(batch) > 2 else ''})"
+
+
+def told_of(exc: ChuteError, batch: list[Unit], unit: Unit) -> ChuteError:
+    """A batch's error, told as the error of the one file the engine named in it."""
+    label = batch_label(batch)
+    if str(exc).startswith(label):
+        exc.args = (unit.key + str(exc)[len(label) :],)
+    return exc

@@ -1,0 +1,116 @@
+"""Units -> what to load: against the ledger, then in batches (one INSERT each)."""
+
+from __future__ import annotations
+
+import random
+
+from chute.load.context import LoadContext
+from chute.load.ledger import LedgerEntry
+from chute.load.methods import Methods
+from chute.load.outcome import Plan, fail
+from chute.load.sizing import ROW_SIZED_FORMATS
+from chute.report import FileResult
+from chute.sources import Unit
+
+SHARED_BATCHES = 8
+"""Where several workers may share a job (a server target), its units go in at least this many
+batches (claims are taken a batch at a time), so that a worker that starts later gets some."""
+
+
+def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]) -> Plan:
+    """New units load; loaded ones are skipped (or reloaded as --on-change says); started
+    (interrupted) or failed ones load again after what got in of them is removed."""
+    plan = Plan()
+    for unit in units:
+        entry = ledger.get(unit.key)
+        # Database units count rows in `size`, not bytes: they add nothing to "bytes in".
+        sized_in_rows = unit.fmt.format in ROW_SIZED_FORMATS
+        result = FileResult(unit.key, "skipped", bytes_in=0 if sized_in_rows else unit.size)
+        plan.results[unit.key] = result
+        if entry is None:
+            plan.load.append(unit)
+        elif entry.state == "done" and entry.identity == unit.identity:
+            result.rows_loaded = 0
+        elif entry.state == "done":
+            _changed(ctx, unit, plan, result)
+        else:  # started (interrupted) or failed: remove whatever got in, load again
+            plan.load.append(unit)
+            plan.replace.add(unit.key)
+    return plan
+
+
+def _changed(ctx: LoadContext, unit: Unit, plan: Plan, result: FileResult) -> None:
+    """A loaded unit whose size or mtime changed: --on-change."""
+    if ctx.opts.on_change == "skip":
+        ctx.report.notes.append(f"{unit.key}: changed since it was loaded; skipped (--on-change)")
+    elif ctx.opts.on_change == "error":
+        result.state = "failed"
+        result.error = "changed since it was loaded (size or mtime); use --on-change reload"
+    else:
+        plan.load.append(unit)
+        plan.replace.add(unit.key)
+
+
+def place_range(ctx: LoadContext, unit: Unit, plan: Plan) -> bool:
+    """The row number a range starts after: the rows of the file's earlier ranges.
+
+    Ranges of a file load in order; a range whose predecessors did not all
+    load cannot number its rows and waits for the next run.
+    """
+    before = 0
+    for other in ctx.ranges_of.get(unit.origin, []):
+        if other.start >= unit.start:
+            break
+        result = plan.results.get(other.key)
+        entry = ctx.ledger_latest.get(other.key)
+        if result is not None and result.state == "loaded":
+            before += result.rows_loaded + result.rows_rejected
+        elif result is not None and result.state == "skipped" and entry and entry.state == "done":
+            before += entry.rows_loaded + entry.rows_rejected
+        else:
+            fail(ctx, unit, f"{unit.origin}: bytes {unit.start}-{unit.end} wait for an earlier part of the file", plan)
+            return False
+    ctx.row_offsets[unit.key] = before
+    return True
+
+
+def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[Unit]]:
+    """Units of one format, together up to --batch-mb and the file count; units a server
+    reads itself, units read by one thread and byte ranges go alone."""
+    found: list[list[Unit]] = []
+    current: list[Unit] = []
+    size = 0
+    files = ctx.opts.batch_files
+    if ctx.claims is not None:
+        # Other workers may share the job: enough batches for each to take some.
+        files = min(files, max(1, -(-len(units) // SHARED_BATCHES)))
+    for unit in units:
+        if current and (
+            unit.fmt != current[0].fmt
+            or len(current) >= files
+            or size + unit.size > ctx.opts.batch_bytes
+            or not ctx.fill_provenance
+            or methods.server_side_possible(unit)
+            or methods.server_side_possible(current[0])
+            or ctx.serial(unit)
+            or unit.is_range
+            or current[0].is_range
+        ):
+            found.append(current)
+            current, size = [], 0
+        current.append(unit)
+        size += unit.size
+    if current:
+        found.append(current)
+    return found
+
+
+def rotated(found: list[list[Unit]]) -> list[list[Unit]]:
+    """The batches from a random one on, where several workers may take the same job: each
+    starts elsewhere, so they rarely want the same unit at once. A file's byte ranges stay
+    in order (a rotation starts at a whole file or a file's first range)."""
+    starts = [i for i, b in enumerate(found) if not b[0].is_range or b[0].start == 0]
+    if len(starts) < 2:
+        return found
+    at = random.choice(starts)
+    return found[at:] + found[:at]

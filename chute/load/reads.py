@@ -1,0 +1,196 @@
+"""The SQL that reads units: SELECTs with the table's exact types, provenance and row numbers."""
+
+from __future__ import annotations
+
+import re
+
+from chute.engine import Settings
+from chute.load.careful import widened
+from chute.load.context import LoadContext
+from chute.schema import Column, structure
+from chute.sources import Unit, table_function
+from chute.sql import quote_ident, quote_str
+
+ROW_FIX_BLOCK = 8192
+"""Rows per parsed block for CSV/TSV with a header under parallel parsing (see `Reads.row_number`)."""
+PARSE_SEGMENT_BYTES = 10 * 2**20
+"""The engine's min_chunk_bytes_for_parallel_parsing: the size of its first parsed segment."""
+
+
+class Reads:
+    """Builds the SELECTs of a load; reads nothing itself."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    # -- row numbers ----------------------------------------------------------
+
+    def row_fix(self, batch: list[Unit]) -> bool:
+        """CSV/TSV that may be parsed in parallel: row numbers checked (and if need
+        be mended) in the stage table before the rows move in."""
+        ctx = self.ctx
+        return (
+            ctx.fill_provenance
+            and ctx.info.stageable
+            and "_source_row" not in ctx.info.sorting_key
+            and all(u.fmt.format in ("CSV", "TSV") for u in batch)
+        )
+
+    def parallel_parsing(self, batch: list[Unit]) -> bool:
+        ctx = self.ctx
+        # Many files already keep every core busy; parallel parsing then only costs.
+        if len(batch) >= ctx.workers or any(u.key in ctx.serial_parse for u in batch):
+            return False
+        # The engine's _row_number of CSV/TSV with a header is off under parallel
+        # parsing: on only where the stage check can catch and mend it.
+        return not (ctx.fill_provenance and batch[0].fmt.format in ("CSV", "TSV")) or self.row_fix(batch)
+
+    def row_number(self, unit: Unit, parallel: bool, block: int = ROW_FIX_BLOCK) -> str:
+        """SQL for the row's number in its file.
+
+        Parsing a CSV/TSV file with a header in parallel, the engine numbers the
+        rows of the file's first block from 0 and later rows from 1 (the header
+        line counts there). With blocks of `block` rows the first block holds
+        block - 1 rows (the header takes a slot), so each row can be numbered
+        right as it is read; the stage check verifies it.
+        """
+        if parallel and unit.key in self.ctx.named and self.ctx.fill_provenance:
+            return f"_row_number + if(_row_number < {block - 1}, 1, 0)"
+        return self.ctx.source.row_number_expression(unit)
+
+    def first_block(self, batch: list[Unit]) -> int:
+        """Rows per parsed block, small enough that a file's first block ends
+        inside the parser's first segment (10 MiB), half of it to be safe."""
+        widest = max((self.ctx.line_bytes.get(u.key, 1.0) for u in batch), default=1.0)
+        return max(64, min(ROW_FIX_BLOCK, int(PARSE_SEGMENT_BYTES / widest / 2)))
+
+    # -- SELECTs --------------------------------------------------------------
+
+    def provenance(self, unit: Unit, row_expression: str) -> dict[str, tuple[str, str]]:
+        """Provenance column -> (SQL, the table's exact type); empty when not filled."""
+        ctx = self.ctx
+        if not ctx.fill_provenance:
+            return {}
+        types = {c.name: c.type for c in ctx.info.columns}
+        offset = ctx.row_offsets.get(unit.key, 0)
+        values = {
+            "_source": quote_str(unit.source_name),
+            "_source_mtime": f"fromUnixTimestamp64Nano({unit.mtime_ns}, 'UTC')",
+            "_source_row": f"({row_expression}) + {offset}" if offset else row_expression,
+            "_load_id": quote_str(ctx.load_id),
+        }
+        per_row = getattr(ctx.source, "provenance_expressions", None)
+        if per_row is not None:
+            wanted = set(values) | set(ctx.extra_filled())
+            values.update({k: v for k, v in per_row(unit, row_expression).items() if k in wanted})
+        return {name: (expr, types[name]) for name, expr in values.items()}
+
+    def selects(self, batch: list[Unit]) -> list[str]:
+        """The SELECTs that read a batch: one per stream the target takes.
+
+        Files of one directory and format are read by a single file() call over
+        their names (as `file('dir/*.json.gz')` would), which the engine
+        schedules better than a UNION ALL of one call per file.
+        """
+        parallel, block = self.parallel_parsing(batch), self.first_block(batch)
+        streams = min(self.ctx.target.parallel_streams, len(batch))
+        selects: list[str] = []
+        for group in (batch[i::streams] for i in range(streams)):
+            by_format: dict[str, list[Unit]] = {}
+            for unit in group:
+                by_format.setdefault(self.ctx.format_name(unit), []).append(unit)
+            for fmt_name, units in by_format.items():
+                combined = self.ctx.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
+                if combined is None:
+                    selects.extend(self.select_sql([u], parallel, block) for u in units)
+                else:
+                    selects.append(self.select_sql(units, parallel, block))
+        return selects
+
+    def select_sql(
+        self,
+        units: list[Unit],
+        parallel: bool = False,
+        block: int = ROW_FIX_BLOCK,
+        fmt_name: str | None = None,
+        row_expression: str | None = None,
+        fd: int | None = None,
+    ) -> str:
+        """Read `units` (one, or several that one file() call can read) with the table's types;
+        with `fd`, the one unit's bytes from that descriptor (see `range_fd`)."""
+        unit = units[0]
+        read_as, exprs = self._typed_columns(unit)
+        fmt_name = fmt_name or self.ctx.format_name(unit)
+        row = row_expression or self.row_number(unit, parallel, block)
+        if len(units) == 1:
+            table_expr = (
+                self.ctx.source.table_expression(unit, structure(read_as), fmt_name)
+                if fd is None
+                else table_function("file", [str(fd)], fmt_name, structure(read_as), "none")
+            )
+            provenance = self.provenance(unit, row)
+        else:
+            combined = self.ctx.source.combined_expression(units, structure(read_as), fmt_name)
+            assert combined is not None
+            table_expr, per_file = combined
+            provenance = self.provenance(unit, self.row_number(unit, parallel, block))
+            provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
+        # Cast to the table's exact types: an old server may hold String, DateTime.
+        exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+        return f"SELECT {', '.join(exprs)} FROM {table_expr}"
+
+    def _typed_columns(self, unit: Unit) -> tuple[list[Column], list[str]]:
+        """The structure to read the input with, and the SELECT's column expressions."""
+        inputs = self.ctx.input_columns()
+        read_as = list(inputs)
+        exprs = []
+        for i, col in enumerate(inputs):
+            wide = widened(col.type) if unit.fmt.is_text else None
+            if wide is None:
+                exprs.append(quote_ident(col.name))
+            else:
+                # Text parsers wrap integers that do not fit; read wide, cast exactly.
+                read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
+                exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
+        return read_as, exprs
+
+    # -- partition order ------------------------------------------------------
+
+    def sortable_partition(self) -> bool:
+        """A PARTITION BY that the SELECT can sort by.
+
+        The key may name columns the table computes itself (MATERIALIZED, DEFAULT
+        not given): those are not in the SELECT; such an insert goes unsorted.
+        """
+        key = self.ctx.info.partition_key
+        if not key:
+            return False
+        named = {quoted or plain for quoted, plain in re.findall(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)", key)}
+        table_names = {c.name for c in self.ctx.info.columns}
+        return not (named & table_names) - set(self.ctx.insert_columns())
+
+    def grouped(self, selects: list[str], settings: dict[str, str | int | float]) -> list[str]:
+        """Rows in partition order, so each insert block touches few partitions.
+
+        Unsorted input (events out of time order into a table partitioned by day)
+        would otherwise give every block a part in hundreds of partitions: the
+        insert fails past `max_partitions_per_insert_block`, or leaves thousands
+        of small parts to merge. Sorted, a partition gets one part (two where an
+        insert block ends inside it). The sort spills to local disk past half the
+        memory budget, so memory stays bounded whatever the file's size.
+        """
+        if not self.sortable_partition():
+            return selects
+        limit = self.ctx.opts.memory_limit
+        settings["max_partitions_per_insert_block"] = 0
+        settings["max_bytes_before_external_sort"] = limit // 2
+        settings["max_bytes_ratio_before_external_sort"] = 0
+        # Merging the spilled runs reads a block of each per column: small blocks keep that within
+        # the budget (docs/internals/memory.md).
+        settings["prefer_external_sort_block_bytes"] = max(2**18, min(16 * 2**20, limit // 1024))
+        return [f"SELECT * FROM ({select}) ORDER BY {self.ctx.info.partition_key}" for select in selects]
+
+
+def settings_for_server(settings: Settings, allowed: frozenset[str]) -> dict[str, str | int | float]:
+    """Only the reading settings a server of any version knows."""
+    return {k: v for k, v in settings.items() if k in allowed}

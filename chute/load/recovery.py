@@ -1,0 +1,103 @@
+"""After a batch failed: what to do next, as a decision the loader carries out.
+
+The fallbacks for bad input, in order: one pass that skips bad rows (dirty JSON
+lines into the embedded engine, tried once); the file the engine named alone
+(the rest of the batch again at once); each file alone; then, for one file, the
+careful pass (text formats: good rows in, bad rows to the rejects table) or the
+unit fails with its reason. Transient errors go up: a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
+from chute.load.context import LoadContext
+from chute.load.outcome import told_of
+from chute.sources import Unit
+
+FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
+UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
+CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
+"""Formats whose bad rows can be told apart from good ones by a careful pass."""
+
+
+class Step(enum.Enum):
+    RAISE = "raise"
+    """Not about the rows (transient, or a full disk on one file): the load stops; a re-run resumes."""
+    TOLERANT = "tolerant"
+    """One pass over the batch that skips bad rows and keeps them (chute.load.tolerant_pass)."""
+    DEFER_CULPRIT = "defer"
+    """The engine named the file: it alone takes the slow way later; the rest load again now."""
+    SPLIT = "split"
+    """Each file alone, to find the culprits; the good ones load."""
+    ALONE = "alone"
+    """One file: the careful pass where it can tell bad rows from good, else the unit fails."""
+    CAREFUL = "careful"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Decision:
+    step: Step
+    culprit: Unit | None = None
+    error: ChuteError | None = None
+
+
+def culprit(exc: ChuteError, batch: list[Unit]) -> Unit | None:
+    """The unit an engine error names ("in file/uri PATH"), if it is a data error."""
+    if isinstance(exc, SourceError):
+        return None
+    named = FILE_IN_ERROR.search(str(exc))
+    if not named:
+        return None
+    name = named.group(1)
+    # The engine names S3 objects as bucket/key and ranges of big files by their loopback URL.
+    return next((u for u in batch if name in (u.key, u.source_name) or u.key == f"s3://{name}"), None)
+
+
+class Recovery:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    def decide(self, batch: list[Unit], exc: ChuteError, tolerant_fits: bool) -> Decision:
+        """What to do with a batch that did not load.
+
+        A full disk is no row's fault: one file goes up at once; a batch is tried a
+        file at a time (an insert reserves room for its whole block), never row by row.
+        """
+        full = isinstance(exc, OutOfSpace)
+        if not exc.terminal or (full and len(batch) == 1):
+            return Decision(Step.RAISE, error=exc)
+        if not full and tolerant_fits:
+            return Decision(Step.TOLERANT, error=exc)
+        named = None if full else culprit(exc, batch)
+        if len(batch) > 1 and named is not None:
+            return Decision(Step.DEFER_CULPRIT, named, told_of(exc, batch, named))
+        if len(batch) > 1:
+            return Decision(Step.SPLIT, error=exc)
+        return Decision(Step.ALONE, batch[0], exc)
+
+    def for_unit(self, unit: Unit, exc: ChuteError) -> Decision:
+        """A file the fast path could not load: a careful pass if it is text, else it fails."""
+        opts = self.ctx.opts
+        careful = (
+            unit.fmt.format in CAREFUL_FORMATS
+            and not opts.strict
+            and not isinstance(exc, (SourceError, UsageError))
+            and self.ctx.source.unchanged(unit)
+        )
+        unknown = UNKNOWN_FIELD.search(str(exc))
+        if unknown:
+            # A field the table lacks is a schema question, not a bad row.
+            return Decision(
+                Step.FAIL,
+                unit,
+                SchemaError(
+                    f"{unit.key}: input field {unknown.group(1)} is not in table {self.ctx.table} "
+                    "(use --add-columns to add it)"
+                ),
+            )
+        return Decision(Step.CAREFUL if careful else Step.FAIL, unit, exc)

@@ -1,0 +1,106 @@
+"""How much an INSERT may hold: threads, block sizes and part-writer buffers within the memory budget.
+
+The measurements behind these numbers are in docs/internals/memory.md.
+"""
+
+from __future__ import annotations
+
+from chute.load.context import LoadContext
+from chute.load.reads import Reads
+from chute.sources import Unit
+
+COMPRESSED_EXPANSION = 4
+"""A rough in-memory size of a compressed input per byte of it (gzip JSON lines: ~4.8)."""
+ROW_GROUP_FORMATS = frozenset({"Parquet", "ORC", "Arrow"})
+"""Formats the engine decodes a row group (stripe, record batch) at a time, per reader thread."""
+READER_THREAD_BYTES = 2**30
+"""Budget per reader thread of a ROW_GROUP_FORMATS file (a 1 M-row group of 100 columns: ~600 MiB with its parts)."""
+PART_WRITER_BUFFERS = 5
+"""Buffers of `max_compress_block_size` the MergeTree writer holds per column and insert thread."""
+PACKED_PART_BYTES = 10 * 2**20
+"""Parts of a partition-aware load under this size (uncompressed; the engine's line between compact
+and wide parts) are written packed, one file each: the packed writer holds a part in memory."""
+SMALL_PART_FORMAT: dict[str, int | str] = {
+    "ratio_of_defaults_for_sparse_serialization": 1,
+    "write_marks_for_substreams_in_compact_parts": 0,
+    "string_serialization_version": "single_stream",
+    "serialization_info_version": "basic",
+    "compress_marks": 0,
+    "compress_primary_key": 0,
+}
+"""The engine's basic part format for the many small parts of a partition-aware load (stage only):
+no sparse columns, one stream per String column, no marks per substream, plain marks. Less CPU per
+small part; the table keeps its own settings (docs/internals/packed-parts.md)."""
+ROW_SIZED_FORMATS = frozenset({"PostgreSQL", "MySQL"})
+"""Units of these sources carry a row count, not a byte count, in `Unit.size`."""
+
+
+class Sizing:
+    """The settings of one batch's INSERT."""
+
+    def __init__(self, ctx: LoadContext, reads: Reads) -> None:
+        self.ctx = ctx
+        self.reads = reads
+
+    def settings(self, batch: list[Unit]) -> dict[str, str | int | float]:
+        ctx = self.ctx
+        threads = 1 if any(ctx.serial(u) for u in batch) else ctx.workers
+        if any(u.fmt.format in ROW_GROUP_FORMATS for u in batch):
+            threads = max(1, min(threads, ctx.opts.memory_limit // READER_THREAD_BYTES))
+        parallel_parsing = self.reads.parallel_parsing(batch)
+        settings: dict[str, str | int | float] = {
+            **ctx.format_settings(),
+            "max_threads": threads,
+            "max_insert_threads": threads,
+            "input_format_parallel_parsing": int(parallel_parsing),
+            "input_format_skip_unknown_fields": 0,
+            # Read files with pread, not mmap: as fast here, and a mapped 5 GB file would
+            # count in the process's memory (RSS, cgroup limits) while it is read.
+            "storage_file_read_method": "pread",
+            # Parquet: decoded row groups held at once, and insert blocks, within the budget.
+            "input_format_parquet_memory_high_watermark": max(64 * 2**20, ctx.opts.memory_limit // 4),
+            "min_insert_block_size_bytes": self.insert_block_bytes(batch, threads),
+            **self.part_writer_settings(threads),
+        }
+        if parallel_parsing and any(u.key in ctx.named for u in batch) and ctx.fill_provenance:
+            settings["max_block_size"] = self.reads.first_block(batch)
+        return settings
+
+    def insert_block_bytes(self, batch: list[Unit], threads: int) -> int:
+        """Bytes per written part: within the memory budget, and small enough that
+        each insert thread writes a part or two while the readers still parse.
+
+        The engine's default (about 1 M rows) makes a load of one million rows one
+        block, written by one thread after parsing ends: a serial tail. A block per
+        thread keeps the cores busy.
+        """
+        limit = self.ctx.opts.memory_limit
+        budget = min(256 * 2**20, max(16 * 2**20, limit // 8))
+        # A columnar file's reader holds decoded row groups beside the block: smaller blocks.
+        if any(u.fmt.format in ROW_GROUP_FORMATS for u in batch):
+            return min(budget, max(16 * 2**20, limit // 64))
+        # Ranges of a big file load one after another: one part each keeps merges (and memory) down.
+        if any(u.fmt.format in ROW_SIZED_FORMATS or u.is_range for u in batch):
+            return budget
+        expanded = sum(u.size * (1 if u.fmt.compression == "none" else COMPRESSED_EXPANSION) for u in batch)
+        return max(16 * 2**20, min(budget, expanded // max(1, threads)))
+
+    def part_writer_settings(self, threads: int) -> dict[str, int | str]:
+        """How the stage writes its parts: smaller compressed blocks where wide rows would not
+        fit the budget, and small parts of a partition-aware load packed into one file, in
+        the basic part format (SMALL_PART_FORMAT).
+
+        The part writer's buffers grow with columns x insert threads, not rows: on a
+        100-column table they alone outgrow a 1 GiB budget at the default 1 MiB
+        blocks. An eighth of the budget goes to them; the blocks stay >= 64 KiB.
+        """
+        settings: dict[str, int | str] = {}
+        if self.reads.sortable_partition():
+            settings["min_bytes_for_full_part_storage"] = PACKED_PART_BYTES
+            settings.update(SMALL_PART_FORMAT)
+        columns = max(1, len(self.ctx.info.columns))
+        per_buffer = self.ctx.opts.memory_limit // (8 * PART_WRITER_BUFFERS * columns * threads)
+        if per_buffer < 2**20:
+            block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
+            settings.update(max_compress_block_size=block, min_compress_block_size=min(2**16, block))
+        return settings

@@ -1,0 +1,292 @@
+"""The load's table: inferred and created where it is missing, its facts read where it stands,
+and the per-file checks that need no row parsing (header line, delimiter, fields)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from chute.errors import ChuteError, SchemaError, SourceError, UsageError
+from chute.load.context import LoadContext
+from chute.load.outcome import Plan
+from chute.parquetmeta import nullable_note
+from chute.schema import PROVENANCE_NAMES, Column, create_table_sql, describe, with_provenance
+from chute.scratch import scratch_file
+from chute.sniff import Head, refuse_binary
+from chute.sources import Unit
+from chute.sql import TableName, quote_ident, quote_str
+from chute.targets import Target
+
+SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
+"""Formats that describe themselves: reading their schema costs no row parsing."""
+
+
+def table_meta(target: Target, table: TableName) -> dict[str, Any] | None:
+    """The table's row of system.tables (engine, keys, DDL), None when it does not exist."""
+    database = quote_str(table.database) if table.database else "currentDatabase()"
+    # Old servers lack the key columns: all columns there, the few needed elsewhere.
+    modern = target.capabilities.version >= (20, 1, 0)
+    columns = "engine, partition_key, sorting_key, create_table_query" if modern else "*"
+    try:
+        found = target.rows(
+            f"SELECT {columns} FROM system.tables WHERE database = {database} AND name = {quote_str(table.table)}"
+        )
+    except ChuteError:
+        return None
+    return found[0] if found else None
+
+
+def partitioned(meta: dict[str, Any] | None) -> bool:
+    """Whether an existing table has a PARTITION BY (old servers: from its DDL)."""
+    if meta is None:
+        return False
+    if "partition_key" in meta:
+        return bool(meta["partition_key"])
+    return "PARTITION BY" in str(meta.get("create_table_query", "")).upper()
+
+
+class TableSetup:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    def settle(self, plan: Plan, on_ddl: Callable[[str], None] | None) -> bool:
+        """Create the table where it is missing (and there is something to load); then what
+        the load needs to know of it goes into `ctx.info`. False: no table (nothing to load)."""
+        ctx = self.ctx
+        existing = ctx.target.table_columns(ctx.table)
+        if existing is None and plan.load:
+            existing = self.create(plan, on_ddl)
+        ctx.set_info(columns=tuple(existing or []))
+        if plan.load and not ctx.opts.provenance:
+            declared = ctx.source.declared_columns(plan.load[0])
+            if declared and {c.name for c in declared} >= PROVENANCE_NAMES:
+                ctx.set_info(provenance_as_data=True)
+        if existing is None:
+            return False
+        meta = ctx.meta if ctx.meta is not None else table_meta(ctx.target, ctx.table)
+        ctx.set_info(
+            stageable=meta is not None and "MergeTree" in meta["engine"],
+            # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
+            sorting_key=str(meta.get("sorting_key", meta.get("create_table_query", ""))) if meta else "",
+            # Old servers do not say; their inserts have no partition limit either.
+            partition_key=str(meta.get("partition_key", "")) if meta else "",
+        )
+        return True
+
+    def infer(self, unit: Unit) -> list[Column]:
+        """The unit's columns; for JSON lines with broken lines, from its valid lines."""
+        declared = self.ctx.source.declared_columns(unit)
+        if declared is not None:
+            return declared
+        if unit.fmt.format in ("CSV", "TSV"):
+            names = self.header_only(unit, self.head(unit))
+            if names is not None:
+                return [Column(n, "String") for n in names]
+        context = f"{unit.key}: cannot infer the schema"
+        expression = self.ctx.source.table_expression(unit, None)
+        try:
+            return describe(self.ctx.target.engine, expression, context, format_settings=self.ctx.format_settings())
+        except ChuteError:
+            if unit.fmt.format != "JSONEachRow":
+                raise
+        engine = self.ctx.target.engine
+        sample = scratch_file("sample", ".jsonl")
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        try:
+            engine.execute(
+                f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
+                f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
+                context=context,
+            )
+            if not os.path.getsize(sample):
+                raise SourceError(f"{context}: no line is a JSON object")
+            return describe(
+                engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self.ctx.format_settings()
+            )
+        except ChuteError as exc:  # the sample is chute's copy: name the user's file
+            exc.args = (str(exc).replace(sample, unit.key),)
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(sample)
+
+    def designed_ddl(self, plan: Plan) -> str:
+        """The CREATE TABLE of --design: measured now ("auto") or from a saved file."""
+        from chute.design import load_ddl_file, propose
+
+        assert self.ctx.opts.design is not None
+        if self.ctx.opts.design != "auto":
+            return load_ddl_file(self.ctx.opts.design, table=str(self.ctx.table))
+        if not self.ctx.target.capabilities.codecs:
+            raise UsageError(
+                f"--design auto proposes column codecs, which server {self.ctx.target.capabilities.version_text} "
+                "does not have (19.1+); create the table yourself or drop --design"
+            )
+        expressions = [self.ctx.source.table_expression(u, None) for u in plan.load if u.size > 0]
+        if not expressions:
+            raise SourceError("--design auto: every file is empty; nothing to measure")
+        proposal = propose(
+            self.ctx.target.engine,
+            expressions,
+            str(self.ctx.table),
+            format_settings=self.ctx.format_settings(),
+            provenance=self.ctx.opts.provenance,
+        )
+        return proposal.ddl
+
+    def create(self, plan: Plan, on_ddl: Callable[[str], None] | None) -> list[Column] | None:
+        """Infer the schema from the first readable unit and create the table."""
+        if self.ctx.opts.design:
+            first_csv = next((u for u in plan.load if u.fmt.format == "CSV" and u.size > 0), None)
+            if first_csv is not None:  # its delimiter, for the measured sample too
+                with contextlib.suppress(ChuteError):  # (the file's pre-check will say what is wrong)
+                    self.head(first_csv)
+            return self._created(self.designed_ddl(plan), on_ddl, " (--design)")
+        last_error: ChuteError | None = None
+        for unit in plan.load:
+            if unit.size == 0:
+                continue
+            try:
+                columns = self.infer(unit)
+            except ChuteError as exc:
+                last_error = exc
+                continue
+            return self._created(self._inferred_ddl(unit, columns), on_ddl)
+        if last_error is not None:
+            raise last_error
+        return None
+
+    def _inferred_ddl(self, unit: Unit, columns: list[Column]) -> str:
+        """CREATE TABLE for the columns inferred from `unit`, with provenance and types the target has."""
+        ctx = self.ctx
+        if unit.fmt.format == "Parquet":
+            with contextlib.suppress(ChuteError):  # (a hint only)
+                metadata = ctx.source.table_expression(unit, None, "ParquetMetadata")
+                note = nullable_note(ctx.target.engine, metadata, unit.key, columns)
+                ctx.report.notes.extend([note] if note else [])
+        clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | ctx.extra_names]
+        if clash and ctx.opts.provenance:
+            raise SchemaError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")
+        # An export of a table with provenance: with --no-provenance those columns are data.
+        ctx.set_info(provenance_as_data=bool(clash))
+        if ctx.opts.provenance:
+            columns = with_provenance(columns, ctx.extra_provenance)
+        return create_table_sql(
+            ctx.table,
+            self.adapted(columns),
+            ctx.opts.order_by,
+            ctx.opts.partition_by,
+            codecs=ctx.target.capabilities.codecs and ctx.opts.provenance,
+        )
+
+    def _created(self, ddl: str, on_ddl: Callable[[str], None] | None, how: str = "") -> list[Column] | None:
+        self.ctx.target.execute(ddl, context=f"creating table {self.ctx.table}{how}")
+        self.ctx.report.ddl = ddl
+        if on_ddl:
+            on_ddl(ddl)
+        return self.ctx.target.table_columns(self.ctx.table)
+
+    def adapted(self, columns: list[Column]) -> list[Column]:
+        """`columns` with types the target has; each changed type gets a note in the report."""
+        adapted = []
+        for c in columns:
+            type_sql, why = self.ctx.target.capabilities.adapt_type_noted(c.type)
+            if why and c.name not in PROVENANCE_NAMES | self.ctx.extra_names:
+                inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
+                self.ctx.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
+            adapted.append(Column(c.name, type_sql))
+        return adapted
+
+    def head(self, unit: Unit) -> Head:
+        """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        head = refuse_binary(self.ctx.target.engine, lines, unit.key)
+        if unit.fmt.format != "CSV" or self.ctx.delimiter_given:
+            return head
+        found = head.delimiter()
+        if found == "\t":  # the engine refuses CSV with tabs ("use CustomSeparated")
+            raise SourceError(f"{unit.key}: fields separated by tabs: load it with --format tsv")
+        if self.ctx.csv_delimiter is None:
+            self.ctx.csv_delimiter = found or ","
+            if found and found != ",":
+                self.ctx.opts = dataclasses.replace(self.ctx.opts, delimiter=found)
+                self.ctx.report.notes.append(
+                    f"CSV fields separated by {found!r}, as the first lines of {unit.key} show (--delimiter overrides)"
+                )
+        elif found is not None and found != self.ctx.csv_delimiter:
+            raise SourceError(
+                f"{unit.key}: fields separated by {found!r}, not {self.ctx.csv_delimiter!r} as in the first CSV file; "
+                "load it on its own, or with --delimiter"
+            )
+        return head
+
+    def header_only(self, unit: Unit, head: Head) -> list[str] | None:
+        """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
+        names = head.names_only(self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
+        if names is not None:
+            self.ctx.report.notes.append(
+                f"{unit.key}: one line, taken as the column names (type String; no data rows to infer types from)"
+            )
+        return names
+
+    def precheck(self, unit: Unit, plan: Plan) -> bool:
+        """Per-file checks that need no row parsing; a failure marks the unit failed."""
+        result = plan.results[unit.key]
+        try:
+            if unit.size == 0:
+                raise SourceError(f"{unit.key}: empty file (0 bytes)")
+            if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
+                self.check_fields(unit)
+            if unit.fmt.format in ("CSV", "TSV") and self.header_names(unit):
+                self.ctx.named.add(unit.key)
+        except ChuteError as exc:
+            result.state = "failed"
+            result.error = str(exc)
+            self.ctx.ledger.record([unit], "failed", self.ctx.load_id, errors={unit.key: str(exc)})
+            return False
+        return True
+
+    def header_names(self, unit: Unit) -> bool:
+        """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
+        head = self.head(unit)
+        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        fields = head.fields(delimiter)
+        named = bool(fields) and set(fields) <= {c.name for c in self.ctx.input_columns()}
+        if named:
+            sample = self.ctx.target.engine.rows(
+                f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
+            )
+            self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
+        return named
+
+    def check_fields(self, unit: Unit) -> None:
+        """Input fields the table lacks: an error naming them, or new columns."""
+        sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
+        fields = describe(
+            self.ctx.target.engine,
+            self.ctx.source.table_expression(unit, None),
+            context=f"{unit.key}: cannot read the schema",
+            sample_rows=sample,
+            format_settings=self.ctx.format_settings(),
+        )
+        known = {c.name for c in self.ctx.info.columns}
+        extra = [f for f in fields if f.name not in known]
+        if not extra:
+            return
+        if not self.ctx.opts.add_columns:
+            names = ", ".join(f.name for f in extra)
+            raise SchemaError(
+                f"{unit.key}: input fields not in table {self.ctx.table}: {names} (use --add-columns to add them)"
+            )
+        for col in extra:
+            self.ctx.target.execute(
+                f"ALTER TABLE {self.ctx.table.sql} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
+                context=f"adding column {col.name}",
+            )
+            self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
+        self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))

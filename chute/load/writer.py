@@ -1,0 +1,132 @@
+"""Writing a batch: the fast way first, and the fallbacks of the write itself.
+
+The chain for a batch of the convert method, in order: two halves at once (one
+big file into a partitioned table), else the files sorted by partition; a file
+whose row numbers came out wrong under parallel parsing is read again by one
+thread; a file that held `\\N` with the NULL check off is read again with it on.
+What fails after that goes to chute.load.recovery.
+"""
+
+from __future__ import annotations
+
+import time
+
+from chute.errors import ChuteError, CommitUncertain, OutOfSpace, TransientTargetError
+from chute.load.commit import Commit, RowNumbersOff
+from chute.load.context import LoadContext
+from chute.load.halves import Halves
+from chute.load.methods import SERVER_READ_SETTINGS, Methods
+from chute.load.outcome import batch_label
+from chute.load.reads import Reads
+from chute.load.sizing import Sizing
+from chute.nullcheck import NullsInFile
+from chute.sources import Unit
+
+REPAIR_ATTEMPTS = 5
+
+
+class Writer:
+    def __init__(
+        self, ctx: LoadContext, reads: Reads, sizing: Sizing, commit: Commit, methods: Methods, halves: Halves
+    ) -> None:
+        self.ctx = ctx
+        self.reads = reads
+        self.sizing = sizing
+        self.commit = commit
+        self.methods = methods
+        self.halves = halves
+
+    def write_with_repair(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
+        """Write a batch; if the target failed while moving rows in, remove what may
+        have got in (by `_source`) and write again, as a re-run would."""
+        for attempt in range(REPAIR_ATTEMPTS):
+            try:
+                return self.write(batch, pass_through, by_source)
+            except CommitUncertain:
+                if not self.ctx.has_provenance or attempt == REPAIR_ATTEMPTS - 1:
+                    raise
+            for wait in range(REPAIR_ATTEMPTS):
+                time.sleep(0.5 * 2**wait)
+                try:
+                    self.commit.remove_rows(batch)
+                    break
+                except TransientTargetError:
+                    if wait == REPAIR_ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")
+
+    def write(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
+        server_select = self.methods.server_select(batch)
+        if server_select is not None:
+            settings = {k: v for k, v in self.ctx.format_settings().items() if k in SERVER_READ_SETTINGS}
+            if self.ctx.opts.cluster is None:
+                settings["max_threads"] = 1  # rowNumberInAllBlocks() follows the file with one reader
+            elif batch[0].key in self.ctx.named:
+                settings["input_format_parallel_parsing"] = 0  # see _parallel_parsing: _row_number is off
+            try:
+                return self.ctx.target.write_select(
+                    self.ctx.table,
+                    self.ctx.insert_columns(),
+                    server_select,
+                    settings,
+                    count_by_source=by_source,
+                    context=batch[0].key,
+                    before_commit=self.commit.unchanged_check(batch),
+                )
+            except ChuteError as exc:
+                raise self.methods.scrubbed(exc) from None
+        if pass_through:
+            return self.ctx.target.write_raw(
+                self.ctx.table,
+                self.ctx.insert_columns(),
+                batch[0],
+                self.ctx.format_name(batch[0]),
+                self.ctx.format_settings(),
+                batch[0].key,
+                self.commit.unchanged_check(batch),
+            )
+        return self.converted(batch, by_source)
+
+    def converted(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        try:
+            return self._converted_planned(batch, by_source)
+        except NullsInFile:
+            # Read with the NULL check off, and a `\\N` turned up: the search has its verdict
+            # now, so the same plan reads the file with the check on.
+            return self._converted_planned(batch, by_source)
+
+    def _converted_planned(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        halves = self.halves.plan(batch)
+        if halves is not None:
+            try:
+                return self.halves.write(batch[0], *halves, by_source=by_source)
+            except ChuteError as exc:
+                if not exc.terminal or isinstance(exc, (OutOfSpace, NullsInFile)):
+                    raise
+                # Numbers off, bad rows, or a cut inside a value (a JSON object over several
+                # lines): the whole file the usual way, which mends or reports what is wrong.
+                self.ctx.unhalved.add(batch[0].key)
+        try:
+            return self._converted_once(batch, by_source)
+        except RowNumbersOff:
+            if any(u.key in self.ctx.serial_parse for u in batch):
+                raise
+            self.ctx.serial_parse.update(u.key for u in batch)
+            return self._converted_once(batch, by_source)
+
+    def _converted_once(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
+        settings = self.sizing.settings(batch)
+        check_off = self.commit.null_check_off(batch, settings)
+        selects = self.reads.grouped(self.reads.selects(batch), settings)
+        fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)
+        with self.commit.nulls_guard(batch, check_off):
+            return self.ctx.target.write_batch(
+                self.ctx.table,
+                self.ctx.insert_columns(),
+                selects,
+                settings,
+                count_by_source=by_source,
+                context=batch_label(batch),
+                before_commit=self.commit.unchanged_check(batch, fix_rows=fix_rows, null_check_off=check_off),
+                swap_if_empty=self.ctx.single_batch,
+            )
