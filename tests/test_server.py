@@ -227,6 +227,19 @@ def _checksum(url: str) -> tuple[str, ...]:
         return ("0", "0")
 
 
+def _wait_for_done_units(url: str, units: int, proc: subprocess.Popen[bytes], limit: float) -> None:
+    """Until the ledger holds `units` done rows (or the process ended, or `limit` seconds)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            done = int(server_query(url, "SELECT countIf(state = 'done') FROM _chute_ledger FORMAT TSV").strip() or 0)
+        except Exception:
+            done = 0
+        if done >= units:
+            return
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
 def test_sigkill_of_chute_then_rerun_gives_the_same_table(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
     data = tmp_path / "data"
@@ -249,17 +262,20 @@ def test_sigkill_of_chute_then_rerun_gives_the_same_table(tmp_path: Path, clickh
     assert expected[0] == str(60 * 40_000)
     rng = random.Random(4)
     partial = 0
-    for trial in range(8):
+    for trial in range(6):
         url = fresh(f"trial{trial}_{suffix}")
         proc = subprocess.Popen(cmd(url))
-        time.sleep(rng.uniform(0.1, full * 0.95))
+        # Kill it mid-load, not by luck: once the ledger shows some units done (a different
+        # number each trial), and at a random moment of the batch after them.
+        _wait_for_done_units(url, rng.randint(1, 8), proc, full * 3)
+        time.sleep(rng.uniform(0, 0.3))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
         partial += 0 < int(_checksum(url)[0]) < 60 * 40_000
         subprocess.run(cmd(url), check=True)
         assert _checksum(url) == expected, f"trial {trial}"
-    assert partial >= 3, partial
+    assert partial >= 4, partial
 
 
 @pytest.mark.slow
