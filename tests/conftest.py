@@ -112,7 +112,7 @@ def server_url(clickhouse_server) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def clickhouse_cluster():  # type: ignore[no-untyped-def]
+def clickhouse_cluster(request):  # type: ignore[no-untyped-def]
     """A real 2-shard x 2-replica ClickHouse cluster (18.16 and ZooKeeper) on loopback, one
     per test session: see tests/harness/cluster.py. Skipped where Java or the ZooKeeper jars
     are missing (`scripts/install-source-servers zookeeper`)."""
@@ -127,11 +127,13 @@ def clickhouse_cluster():  # type: ignore[no-untyped-def]
         pytest.skip(f"no ClickHouse cluster: {why}")
     cluster = ClickHouseCluster(shards=2, replicas=2).start()
     # Past pytest's capture, so every run shows the start-up time.
-    print(
-        f"\nclickhouse_cluster: {cluster.name} ({len(cluster.nodes)} servers and ZooKeeper) "
-        f"ready in {cluster.startup_seconds:.1f} s",
-        file=sys.__stderr__,
-    )
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(
+            f"\nclickhouse_cluster: {cluster.name} ({len(cluster.nodes)} servers and ZooKeeper) "
+            f"ready in {cluster.startup_seconds:.1f} s",
+            file=sys.stderr,
+        )
     try:
         yield cluster
     finally:

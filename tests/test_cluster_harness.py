@@ -182,19 +182,42 @@ def test_replica_down_then_catch_up(cluster: ClickHouseCluster, db: str) -> None
     n1.query(f"SYSTEM SYNC REPLICA {db}.t")
     n1.kill()
     n0.query(f"INSERT INTO {db}.t VALUES (2, 'during')")  # no quorum: accepted at once
-    # The dead replica counts as active until its ZooKeeper session expires (4 s here).
+    # Until its ZooKeeper session expires (4 s here) the dead replica counts as active: a
+    # quorum insert writes its part, waits for the quorum, and gives up with "unknown status".
+    error = server_error(
+        lambda: n0.query(f"INSERT INTO {db}.t VALUES (3, 'quorum')", insert_quorum=2, insert_quorum_timeout=1500)
+    )
+    assert "Code: 319" in error and "Timeout while waiting for quorum" in error
+    assert count(n0, f"{db}.t") == 3  # the part is there...
+    assert count(n0, f"{db}.t", select_sequential_consistency=1) == 2  # ...but not for a quorum read
     expiry = wait_for(
         lambda: n0.value(f"SELECT active_replicas FROM system.replicas WHERE database = '{db}'") == "1",
         30,
         "the killed replica's session expiry",
     )
     assert expiry < 15
-    error = server_error(lambda: n0.query(f"INSERT INTO {db}.t VALUES (3, 'q')", insert_quorum=2))
+    # Once it is inactive, a quorum insert is refused up front, and writes nothing.
+    error = server_error(lambda: n0.query(f"INSERT INTO {db}.t VALUES (4, 'refused')", insert_quorum=2))
     assert "Code: 285" in error and "Number of alive replicas (1)" in error
     n1.start()
     n1.query(f"SYSTEM SYNC REPLICA {db}.t")
-    assert n1.value(f"SELECT groupArray(s) FROM (SELECT s FROM {db}.t ORDER BY id)") == "['before','during']"
+    assert n1.value(f"SELECT groupArray(s) FROM (SELECT s FROM {db}.t ORDER BY id)") == "['before','during','quorum']"
     assert n0.value(f"SELECT active_replicas FROM system.replicas WHERE database = '{db}'") == "2"
+    # The replica's return completes the pending quorum: the row is now visible to quorum reads.
+    wait_for(lambda: count(n0, f"{db}.t", select_sequential_consistency=1) == 3, 30, "the late quorum")
+
+
+def test_replica_restart_before_session_expiry(cluster: ClickHouseCluster, db: str) -> None:
+    """18.16 takes its replica back at once even while its old session's `is_active` is there."""
+    n0, n1 = cluster.node(0), cluster.node(1)
+    n0.query(f"CREATE TABLE {db}.t ON CLUSTER c1x2 {COLUMNS} ENGINE = {replicated(db)}")
+    n1.kill()
+    n0.query(f"INSERT INTO {db}.t VALUES (1, 'a')")
+    n1.start()
+    assert n1.value(f"SELECT is_readonly, active_replicas FROM system.replicas WHERE database = '{db}'") == "0\t2"
+    n1.query(f"INSERT INTO {db}.t VALUES (2, 'b')")
+    n1.query(f"SYSTEM SYNC REPLICA {db}.t")
+    assert count(n1, f"{db}.t") == 2
 
 
 def test_shard_down(cluster: ClickHouseCluster, db: str) -> None:
