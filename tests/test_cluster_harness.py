@@ -229,7 +229,9 @@ def test_shard_down(cluster: ClickHouseCluster, db: str) -> None:
         lambda: n0.query(f"INSERT INTO {db}.d SELECT number, 'x' FROM numbers(10)", insert_distributed_sync=1)
     )
     assert "Code: 279" in error and "All connection tries failed" in error
-    assert count(n0, f"{db}.t") == 0  # the sync insert wrote nothing, not even shard 1's rows
+    for node in cluster.shard_nodes(1):  # the sync insert wrote nothing, not even shard 1's rows
+        node.query(f"SYSTEM SYNC REPLICA {db}.t")
+        assert count(node, f"{db}.t") == 0
     assert "Code: 279" in server_error(lambda: count(n0, f"{db}.d"))
     # Without insert_distributed_sync the insert is queued on the sending node.
     n0.query(f"INSERT INTO {db}.d SELECT number, 'x' FROM numbers(10)")
