@@ -109,3 +109,32 @@ def server_url(clickhouse_server) -> str:  # type: ignore[no-untyped-def]
     database = f"test_{uuid.uuid4().hex[:10]}"
     clickhouse_server.query(f"CREATE DATABASE {database}")
     return f"{clickhouse_server.url}/{database}"
+
+
+@pytest.fixture(scope="session")
+def clickhouse_cluster(request):  # type: ignore[no-untyped-def]
+    """A real 2-shard x 2-replica ClickHouse cluster (18.16 and ZooKeeper) on loopback, one
+    per test session: see tests/harness/cluster.py. Skipped where Java or the ZooKeeper jars
+    are missing (`scripts/install-source-servers zookeeper`)."""
+    import sys
+
+    from .harness.cluster import ClickHouseCluster, missing
+    from .servers import available
+
+    if not available():
+        pytest.fail("clickhouse-server is not installed: run ./scripts/test, which installs it")
+    if why := missing():
+        pytest.skip(f"no ClickHouse cluster: {why}")
+    cluster = ClickHouseCluster(shards=2, replicas=2).start()
+    # Past pytest's capture, so every run shows the start-up time.
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(
+            f"\nclickhouse_cluster: {cluster.name} ({len(cluster.nodes)} servers and ZooKeeper) "
+            f"ready in {cluster.startup_seconds:.1f} s",
+            file=sys.stderr,
+        )
+    try:
+        yield cluster
+    finally:
+        cluster.remove()

@@ -104,14 +104,24 @@ class ClickHouseServer:
         return server
 
     def start(self, timeout: float = 30.0) -> ClickHouseServer:
-        log = open(self.root / "log" / "stdout.log", "ab")  # noqa: SIM115 - kept open for the child
-        self.process = subprocess.Popen(
-            [SERVER_BINARY, f"--config-file={self.root / 'config.xml'}"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.root,
-            start_new_session=True,
-        )
+        self.launch()
+        return self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (several servers can start at once)."""
+        with open(self.root / "log" / "stdout.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [SERVER_BINARY, f"--config-file={self.root / 'config.xml'}"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.root,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, timeout: float = 30.0) -> ClickHouseServer:
+        """Poll `/ping` until the launched server answers; stop it and raise if it does not."""
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

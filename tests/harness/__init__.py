@@ -1,0 +1,1 @@
+"""Test harnesses that start several real servers at once (see cluster.py)."""
