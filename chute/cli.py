@@ -401,6 +401,33 @@ def _fail(message: str, code: int, as_json: bool) -> int:
 def _load(args: argparse.Namespace) -> int:
     from chute.progress import Progress
 
+    options = _load_options(args)
+    sources = list(args.sources)
+    if any(s.lower().startswith("kafka://") for s in sources):
+        from chute.sources.kafka import with_options
+
+        sources = with_options(
+            sources, group=args.group, start=args.start, batch=args.batch_messages, schema=args.avro_schema
+        )
+    elif args.follow or args.group or args.start or args.batch_messages or args.avro_schema:
+        raise UsageError("--follow, --group, --start, --batch-messages and --avro-schema are for kafka:// sources")
+    if args.follow:
+        return _follow(args, sources, options)
+    show = not args.quiet and not args.json
+    with Progress(enabled=show and sys.stderr.isatty()) as progress:
+        report = load(
+            sources,
+            args.table,
+            target=args.target,
+            options=options,
+            progress=progress.update,
+            on_plan=progress.start,
+            on_ddl=(lambda ddl: print(f"created table:\n{ddl}", file=sys.stderr)) if show else None,
+        )
+    return _told(args, report)
+
+
+def _load_options(args: argparse.Namespace) -> LoadOptions:
     options = LoadOptions(
         format=args.format,
         compression=args.compression,
@@ -431,28 +458,11 @@ def _load(args: argparse.Namespace) -> int:
         options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
     if args.split_size:
         options = dataclasses.replace(options, split_bytes=parse_size(args.split_size))
-    sources = list(args.sources)
-    if any(s.lower().startswith("kafka://") for s in sources):
-        from chute.sources.kafka import with_options
+    return options
 
-        sources = with_options(
-            sources, group=args.group, start=args.start, batch=args.batch_messages, schema=args.avro_schema
-        )
-    elif args.follow or args.group or args.start or args.batch_messages or args.avro_schema:
-        raise UsageError("--follow, --group, --start, --batch-messages and --avro-schema are for kafka:// sources")
-    if args.follow:
-        return _follow(args, sources, options)
-    show = not args.quiet and not args.json
-    with Progress(enabled=show and sys.stderr.isatty()) as progress:
-        report = load(
-            sources,
-            args.table,
-            target=args.target,
-            options=options,
-            progress=progress.update,
-            on_plan=progress.start,
-            on_ddl=(lambda ddl: print(f"created table:\n{ddl}", file=sys.stderr)) if show else None,
-        )
+
+def _told(args: argparse.Namespace, report: LoadReport) -> int:
+    """The report as asked (JSON, text, or nothing), failures and rejects on stderr; the exit code."""
     failures = [
         f.error if f.source in f.error else f"{f.source}: {f.error}" for f in report.files if f.state == "failed"
     ]

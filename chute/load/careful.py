@@ -17,6 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
+from chute.load.values import (
+    bad_conditions,
+    conversion,
+    default_of,
+    finals,
+    is_temporal,
+    multi_if,
+    range_reasons,
+    read_type,
+    strip_wrappers,
+    widened,
+)
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
@@ -27,110 +39,6 @@ RAW_LIMIT = 4096
 
 # The line of the engine's diagnostic that says what is wrong (and its hint).
 _ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
-
-_INT_RE = re.compile(r"^U?Int(8|16|32|64|128|256)$")
-
-
-def strip_wrappers(type_sql: str) -> tuple[str, bool]:
-    """(inner type, nullable) without LowCardinality(...) and Nullable(...)."""
-    t = type_sql.strip()
-    nullable = False
-    for wrapper in ("LowCardinality(", "Nullable(", "LowCardinality("):
-        if t.startswith(wrapper) and t.endswith(")"):
-            nullable = nullable or wrapper == "Nullable("
-            t = t[len(wrapper) : -1].strip()
-    return t, nullable
-
-
-def widened(type_sql: str) -> str | None:
-    """A wider integer type to read text into, so out-of-range values are caught.
-
-    The engine's text parsers wrap an integer that does not fit (300 into
-    UInt8 becomes 44); reading into Int64 and `accurateCast` to the real type
-    turns that into an error, which sends the file to the careful pass. 64-bit
-    columns are read as they are: a wider read costs time on every row, and
-    only values beyond 64 bits (which the engine cannot check) would differ.
-    """
-    inner, nullable = strip_wrappers(type_sql)
-    match = _INT_RE.match(inner)
-    if type_sql.startswith("LowCardinality(") or not match or int(match.group(1)) >= 64:
-        return None
-    return "Nullable(Int64)" if nullable else "Int64"
-
-
-def is_temporal(type_sql: str) -> bool:
-    """Date, Date32, DateTime, DateTime64 (Nullable or not): types whose text the engine's
-    parsers clamp or roll over rather than refuse."""
-    inner, _ = strip_wrappers(type_sql)
-    return inner in ("Date", "Date32") or inner.startswith("DateTime")
-
-
-def read_type(type_sql: str) -> str:
-    """The type a careful JSON read parses a column as: integers wide (range checked after),
-    dates and times as text (checked and converted after), the rest as they are."""
-    if is_temporal(type_sql):
-        return "Nullable(String)"
-    return widened(type_sql) or type_sql
-
-
-def conversion(text: str, type_sql: str) -> str | None:
-    """SQL turning the String `text` into the inner type, NULL when it does not fit.
-
-    None when the type has no exact check (arrays, maps, tuples): those are
-    converted without a per-value check.
-    """
-    inner, _ = strip_wrappers(type_sql)
-    tz = re.search(r"'([^']*)'", inner)
-    tz_arg = f", {quote_str(tz.group(1))}" if tz else ""
-    if inner in ("String",):
-        return text
-    if inner.startswith("FixedString("):
-        n = int(inner[len("FixedString(") : -1])
-        return f"if(length({text}) <= {n}, {text}, NULL)"
-    if inner.startswith("Enum"):
-        # accurateCastOrNull throws on an unknown name: compare with the type's names and numbers first.
-        names = re.findall(r"'((?:[^'\\]|\\.)*)'\s*=\s*(-?\d+)", inner)
-        known = ", ".join(quote_str(n.replace("\\'", "'")) for n, _ in names)
-        numbers = ", ".join(v for _, v in names)
-        fits = f"({text} IN ({known}) OR toInt64OrNull({text}) IN ({numbers}))"
-        # (the cast never sees an unknown name, even where both branches are computed)
-        safe = f"if({fits}, {text}, {quote_str(names[0][0].replace(chr(92) + chr(39), chr(39)))})"
-        return f"if({fits}, accurateCastOrNull({safe}, {quote_str(inner)}), NULL)"
-    if _INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Bool", "BFloat16")):
-        return f"accurateCastOrNull({text}, {quote_str(inner)})"
-    if inner in ("Date", "Date32"):
-        # Parsed wide (1900-2299), then checked against the type's range: never clamped.
-        fn, (lo, hi) = ("toDate", DATE_RANGE) if inner == "Date" else ("toDate32", DATE32_RANGE)
-        wide = f"parseDateTime64BestEffortOrNull({text}, 0, 'UTC')"
-        day = f"toDate32({wide})"
-        return f"if({_clock_ok(text)} AND {day} BETWEEN toDate32('{lo}') AND toDate32('{hi}'), {fn}({wide}), NULL)"
-    if inner.startswith("DateTime64"):
-        precision = re.search(r"DateTime64\(\s*(\d+)", inner)
-        p = precision.group(1) if precision else "3"
-        return f"if({_clock_ok(text)}, parseDateTime64BestEffortOrNull({text}, {p}{tz_arg}), NULL)"
-    if inner.startswith("DateTime"):
-        wide = f"parseDateTime64BestEffortOrNull({text}, 0{tz_arg})"
-        seconds = f"toUnixTimestamp64Second({wide})"
-        return f"if({_clock_ok(text)} AND {seconds} BETWEEN 0 AND 4294967295, toDateTime({wide}{tz_arg}), NULL)"
-    if inner == "UUID":
-        return f"toUUIDOrNull({text})"
-    if inner in ("IPv4", "IPv6"):
-        return f"to{inner}OrNull({text})"
-    return None
-
-
-DATE_RANGE = ("1970-01-01", "2149-06-06")
-DATE32_RANGE = ("1900-01-01", "2299-12-31")
-
-
-def _clock_ok(text: str) -> str:
-    """No hour past 23 nor minute or second past 59 in the text: the engine's parsers roll
-    `25:61:61` over into the next day instead of refusing it."""
-    return f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
-
-
-def _default(type_sql: str) -> str:
-    return f"defaultValueOfTypeName({quote_str(type_sql)})"
 
 
 @dataclass(frozen=True)
@@ -164,7 +72,7 @@ class CheckedRows:
                 if is_temporal(c.type):
                     # Read as text, checked above (`overflow`): converted here, never clamped.
                     inner, nullable = strip_wrappers(c.type)
-                    missing = "NULL" if nullable else _default(inner)
+                    missing = "NULL" if nullable else default_of(inner)
                     value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
@@ -196,38 +104,6 @@ class CheckedRows:
             engine.execute(f"DROP TABLE IF EXISTS {self.parsed.sql}")
 
 
-def _multi_if(parts: list[str]) -> str:
-    return f"multiIf({', '.join(parts)}, '')" if parts else "''"
-
-
-def _finals(columns: list[Column], texts: list[str], present: list[str], extract: list[str]) -> list[str]:
-    """Converted value of each column, and the condition that it is bad."""
-    finals = []
-    for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        _, nullable = strip_wrappers(col.type)
-        if conv is None:
-            value = extract[i]
-        elif nullable:
-            value = f"if({present[i]}, {conv}, NULL)"
-        else:
-            value = f"if({present[i]}, assumeNotNull({conv}), {_default(strip_wrappers(col.type)[0])})"
-        finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
-    return finals
-
-
-def _bad_conditions(columns: list[Column], texts: list[str], present: list[str]) -> list[str]:
-    parts = []
-    for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        if conv is None or conv == texts[i]:
-            continue
-        inner = strip_wrappers(col.type)[0]
-        message = f"concat('column {col.name}: ', substring({texts[i]}, 1, 200), {quote_str(' does not fit ' + inner)})"
-        parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
-    return parts
-
-
 def check_json_lines(
     engine: Engine,
     file_expression_lines: str,
@@ -245,34 +121,72 @@ def check_json_lines(
     """
     refuse_binary(engine, file_expression_lines, "read as JSON lines")
     scratch = uuid.uuid4().hex[:12]
-    lines = TableName(None, f"_chute_lines_{scratch}")
     parsed = TableName(None, f"_chute_parsed_{scratch}")
-    tagged_file = scratch_file("lines", ".jsonl")
+    lines = _read_lines(engine, file_expression_lines, scratch, settings)
     try:
-        # A record is numbered by its line in the file (what a person looks up); blank
-        # lines are no records but count as lines.
+        _parse_readable(engine, lines, parsed, columns, format_settings)
+        checked = _materialize(
+            engine,
+            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, if(isValidJSON(l.raw), 'not a JSON object', "
+            f"'invalid JSON (or invalid UTF-8)'), p.__chute_row = 0, {_json_reasons(columns)}, p.overflow) AS reason "
+            f"FROM {lines.sql} AS l LEFT JOIN (SELECT __chute_row, overflow FROM {parsed.sql}) AS p "
+            "ON l.row = p.__chute_row",
+            {**settings, "join_use_nulls": 0},
+        )
+        return CheckedRows(checked.table, checked.total, checked.rejected, parsed)
+    except BaseException:
+        engine.execute(f"DROP TABLE IF EXISTS {parsed.sql}")
+        raise
+    finally:
+        engine.execute(f"DROP TABLE IF EXISTS {lines.sql}")
+
+
+def _read_lines(
+    engine: Engine, file_expression_lines: str, scratch: str, settings: dict[str, str | int | float]
+) -> TableName:
+    """A scratch table of the file's records: (row: its line number, raw, ok: a JSON object).
+
+    A record is numbered by its line in the file (what a person looks up); blank
+    lines are no records but count as lines."""
+    lines = TableName(None, f"_chute_lines_{scratch}")
+    engine.execute(
+        f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
+        "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
+        "empty(trimBoth(raw)) AS blank FROM ("
+        "SELECT _row_number, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
+        f"'\\r$', '') AS raw FROM {file_expression_lines})",
+        settings=settings,
+        context="reading lines",
+    )
+    if not int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
+        return lines
+    records = TableName(None, f"_chute_records_{scratch}")
+    try:
         engine.execute(
-            f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
-            "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
-            "empty(trimBoth(raw)) AS blank FROM ("
-            "SELECT _row_number, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
-            f"'\\r$', '') AS raw FROM {file_expression_lines})",
-            settings=settings,
-            context="reading lines",
+            f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT blank",
+            context="leaving out blank lines",
         )
-        if int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
-            records = TableName(None, f"_chute_records_{scratch}")
-            engine.execute(
-                f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT blank",
-                context="leaving out blank lines",
-            )
-            engine.execute(f"DROP TABLE {lines.sql}")
-            lines = records
-        # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
-        tagged = (
-            "concat('{\"__chute_row\":', toString(row), "
-            "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"
-        )
+    finally:
+        engine.execute(f"DROP TABLE {lines.sql}")
+    return records
+
+
+def _parse_readable(
+    engine: Engine,
+    lines: TableName,
+    parsed: TableName,
+    columns: list[Column],
+    format_settings: dict[str, str | int | float],
+) -> None:
+    """The JSON objects parsed by the engine into `parsed`, each with its line number
+    (`__chute_row`) and why a value does not fit its column (`overflow`)."""
+    tagged_file = scratch_file("lines", ".jsonl")
+    # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
+    tagged = (
+        "concat('{\"__chute_row\":', toString(row), "
+        "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"
+    )
+    try:
         engine.execute(
             f"INSERT INTO FUNCTION file({quote_str(tagged_file)}, 'LineAsString', 'line String') "
             f"SELECT {tagged} FROM {lines.sql} WHERE ok",
@@ -280,25 +194,8 @@ def check_json_lines(
         )
         read_as = [f"{quote_ident(c.name)} {read_type(c.type)}" for c in columns]
         structure = ", ".join([*read_as, "__chute_row UInt64"])
-        overflow = [
-            f"if(isNotNull({quote_ident(c.name)}) AND isNull(accurateCastOrNull({quote_ident(c.name)}, "
-            f"{quote_str(strip_wrappers(c.type)[0])})), "
-            f"concat('column {c.name}: ', toString({quote_ident(c.name)}), "
-            f"{quote_str(' is out of range for ' + strip_wrappers(c.type)[0])}), '')"
-            for c in columns
-            if widened(c.type)
-        ] + [
-            f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
-            f"concat('column {c.name}: ', {quote_ident(c.name)}, "
-            f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
-            for c in columns
-            if is_temporal(c.type)
-        ]
-        overflow_sql = (
-            f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(overflow)}]), '; ')" if overflow else "''"
-        )
         engine.execute(
-            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {overflow_sql} AS overflow "
+            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS overflow "
             f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)})",
             settings={
                 **format_settings,
@@ -310,21 +207,7 @@ def check_json_lines(
             },
             context="parsing the readable lines",
         )
-        reasons = _json_reasons(columns)
-        checked = _materialize(
-            engine,
-            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, if(isValidJSON(l.raw), 'not a JSON object', "
-            f"'invalid JSON (or invalid UTF-8)'), p.__chute_row = 0, {reasons}, p.overflow) AS reason "
-            f"FROM {lines.sql} AS l LEFT JOIN (SELECT __chute_row, overflow FROM {parsed.sql}) AS p "
-            "ON l.row = p.__chute_row",
-            {**settings, "join_use_nulls": 0},
-        )
-        return CheckedRows(checked.table, checked.total, checked.rejected, parsed)
-    except BaseException:
-        engine.execute(f"DROP TABLE IF EXISTS {parsed.sql}")
-        raise
     finally:
-        engine.execute(f"DROP TABLE IF EXISTS {lines.sql}")
         if os.path.exists(tagged_file):
             os.remove(tagged_file)
 
@@ -341,7 +224,7 @@ def _json_reasons(columns: list[Column]) -> str:
         key = quote_str(c.name)
         text = f"if(JSONType(l.raw, {key}) = 'String', JSONExtractString(l.raw, {key}), JSONExtractRaw(l.raw, {key}))"
         present = f"(JSONHas(l.raw, {key}) AND JSONType(l.raw, {key}) != 'Null')"
-        parts += _bad_conditions([c], [text], [present])
+        parts += bad_conditions([c], [text], [present])
     parts.append("true, 'a value does not fit the table'")
     return f"multiIf({', '.join(parts)}, '')"
 
@@ -362,7 +245,48 @@ def check_delimited(
     lines after it are read again as records (`header_lines`: 0 or 1, None to look)."""
     refuse_binary(engine, lines_expression, "read as CSV/TSV")
     errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
-    fields = [f"f{i}" for i in range(len(columns))]
+    scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
+    header = header_lines if header_lines is not None else int(has_header(engine, lines_expression, columns, delimiter))
+    if header:
+        # All-text columns defeat the engine's header detection: say it outright.
+        file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
+    rest: list[CheckedRows] = []
+    try:
+        _read_records(engine, file_expression, scratch, columns, settings, errors_path)
+        bad_structure = (
+            "SELECT offset AS row, raw_data AS raw, "
+            f"concat('malformed record: ', coalesce(nullIf({_ENGINE_REASON}, ''), reason)) AS reason "
+            f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
+            "table Nullable(String), offset UInt64, reason String, raw_data String')"
+        )
+        if not (os.path.exists(errors_path) and os.path.getsize(errors_path) > 0):
+            return _materialize(engine, _good_records(scratch, columns, delimiter, "[]::Array(UInt64)"), settings)
+        good = _good_records(scratch, columns, delimiter, f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))")
+        nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+        select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
+        fields = [f"f{i}" for i in range(len(columns))]
+        unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
+        if unclosed is not None:
+            select = _split_at(engine, select, unclosed, lines_expression, columns, delimiter, settings, rest)
+        return _materialize(engine, select, settings)
+    finally:
+        engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
+        for checked in rest:
+            checked.drop(engine)
+        if os.path.exists(errors_path):
+            os.remove(errors_path)
+
+
+def _read_records(
+    engine: Engine,
+    file_expression: str,
+    scratch: TableName,
+    columns: list[Column],
+    settings: dict[str, str | int | float],
+    errors_path: str,
+) -> None:
+    """Every record's fields as text into `scratch` (k: its number among the good ones); the
+    engine writes the records it could not split into `errors_path`."""
     read_settings = {
         **settings,
         "input_format_allow_errors_num": 1_000_000_000_000,
@@ -372,68 +296,57 @@ def check_delimited(
         "input_format_parallel_parsing": 0,
         "max_threads": 1,
     }
-    scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
     names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
-    header = header_lines if header_lines is not None else int(has_header(engine, lines_expression, columns, delimiter))
-    if header:
-        # All-text columns defeat the engine's header detection: say it outright.
-        file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
-    rest: CheckedRows | None = None
-    try:
-        engine.execute(
-            f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
-            settings=read_settings,
-            context="reading records as text",
-        )
-        bad_structure = (
-            "SELECT offset AS row, raw_data AS raw, "
-            f"concat('malformed record: ', coalesce(nullIf({_ENGINE_REASON}, ''), reason)) AS reason "
-            f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
-            "table Nullable(String), offset UInt64, reason String, raw_data String')"
-        )
-        has_errors = os.path.exists(errors_path) and os.path.getsize(errors_path) > 0
-        bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))" if has_errors else "[]::Array(UInt64)"
-        texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
-        present = [
-            f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')}))"
-            for i, c in enumerate(columns)
-        ]
-        extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
-        sep = quote_str(delimiter)
-        good = (
-            f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
-            f"arrayStringConcat([{', '.join(fields)}], {sep}) AS raw, "
-            f"{_multi_if(_bad_conditions(columns, texts, present))} AS reason, "
-            f"{', '.join(_finals(columns, texts, present, extract))} FROM {scratch.sql}"
-        )
-        if has_errors:
-            nulls = ", ".join(f"{_default(c.type)} AS v{i}" for i, c in enumerate(columns))
-            select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
-            unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
-            if unclosed is not None:
-                # The record that swallowed the rest of the file is its first line alone; the
-                # lines after it are records of their own, checked the same way.
-                row, line = unclosed
-                reason = quote_str(UNCLOSED_QUOTE)
-                select = (
-                    f"SELECT * FROM ({select}) WHERE row < {row} "
-                    f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
-                    f"{reason} AS reason, {nulls} FROM "
-                    f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
-                )
-                if _has_lines_after(engine, lines_expression, line):
-                    rest = _check_rest(engine, lines_expression, line, columns, delimiter, settings)
-                    values = ", ".join(f"v{i}" for i in range(len(columns)))
-                    select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest.table.sql}"
-        else:
-            select = good
-        return _materialize(engine, select, settings)
-    finally:
-        engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
-        if rest is not None:
-            rest.drop(engine)
-        if os.path.exists(errors_path):
-            os.remove(errors_path)
+    engine.execute(
+        f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
+        settings=read_settings,
+        context="reading records as text",
+    )
+
+
+def _good_records(scratch: TableName, columns: list[Column], delimiter: str, bad_rows: str) -> str:
+    """The records the parser split, numbered among all records (bad ones counted), with
+    each value checked and converted."""
+    fields = [f"f{i}" for i in range(len(columns))]
+    texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
+    present = [
+        f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')}))"
+        for i, c in enumerate(columns)
+    ]
+    extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
+    return (
+        f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
+        f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
+        f"{multi_if(bad_conditions(columns, texts, present))} AS reason, "
+        f"{', '.join(finals(columns, texts, present, extract))} FROM {scratch.sql}"
+    )
+
+
+def _split_at(
+    engine: Engine,
+    select: str,
+    unclosed: tuple[int, int],
+    lines_expression: str,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+    rest: list[CheckedRows],
+) -> str:
+    """The record that swallowed the rest of the file is its first line alone; the lines after
+    it are records of their own, checked the same way (appended to `rest`, to be dropped)."""
+    row, line = unclosed
+    nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+    select = (
+        f"SELECT * FROM ({select}) WHERE row < {row} "
+        f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
+        f"{quote_str(UNCLOSED_QUOTE)} AS reason, {nulls} FROM "
+        f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
+    )
+    if _has_lines_after(engine, lines_expression, line):
+        rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings))
+        values = ", ".join(f"v{i}" for i in range(len(columns)))
+        select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest[-1].table.sql}"
+    return select
 
 
 UNCLOSED_QUOTE = "malformed record: a quote opened in this record is never closed (it would run to the end of the file)"

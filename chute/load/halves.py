@@ -19,6 +19,7 @@ from chute.load.sizing import Sizing
 from chute.sources import Unit
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName
+from chute.targets.staging import CommitCheck
 
 HALVES_MIN_BYTES = 64 * 2**20
 """Smallest file that a partitioned load reads as two halves at once."""
@@ -71,8 +72,8 @@ class Halves:
 
         The second half numbers its rows after the first half's newlines (less the
         header): right unless a value in the first half holds a newline, which the
-        check before the commit finds (RowNumbersOff, and `_write_converted` loads
-        the file the sorting way).
+        check before the commit finds (RowNumbersOff, and the writer loads the file
+        the sorting way).
 
         Each half gets half the workers. With one each (two cores) a half is parsed
         by its own thread and numbered as read. With more, the engine parses each
@@ -83,62 +84,23 @@ class Halves:
         """
         header = 1 if unit.key in self.ctx.named else 0
         first_rows = newlines - header
-        first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)
-        second = dataclasses.replace(unit, origin=unit.key, start=cut, end=unit.size)
         threads = max(1, self.ctx.workers // 2)
         parallel = threads > 1
         block = self.reads.first_block([unit])
         settings = self.sizing.settings([unit])
-        settings.pop("max_block_size", None)
         check_off = self.commit.null_check_off([unit], settings)
-        if parallel:
-            # The segment size `block` was sized for, said rather than assumed.
-            settings["min_chunk_bytes_for_parallel_parsing"] = read_sql.PARSE_SEGMENT_BYTES
-            if header and self.ctx.fill_provenance:
-                settings["max_block_size"] = block  # the first block ends inside the first segment
-        settings.update(
-            # The halves come from descriptors (`range_fd`), read from where they stand.
-            storage_file_read_method="read",
-            max_threads=threads,
-            max_insert_threads=1,
-            input_format_parallel_parsing=int(parallel),
-            # The second half starts with a row, not a header; the first reads as the whole file would.
-            input_format_csv_detect_header=0,
-            input_format_tsv_detect_header=0,
-            # One block per INSERT: the table splits it into a part per partition, no sort.
-            min_insert_block_size_rows=0,
-            min_insert_block_size_bytes=2**62,
-            max_partitions_per_insert_block=0,
-        )
-        unchanged = self.commit.unchanged_check([unit], null_check_off=check_off)
+        self._settings(settings, threads, block if parallel and header and self.ctx.fill_provenance else None)
         written: list[int] = []
-
-        def check(stage: TableName | None, counts: dict[str, int]) -> None:
-            unchanged(stage, counts)
-            if not self.ctx.fill_provenance or stage is None:
-                return
-            # The second half numbers its rows from `first_rows + 1`: right when the
-            # first half read exactly `first_rows` (a newline inside one of its values
-            # makes fewer). Else the numbers are checked one by one (and mended).
-            if parallel or unit.fmt.format == "JSONEachRow" or written[:1] != [first_rows]:
-                self.commit.fix_row_numbers(stage, unit)
-
+        check = self._check(unit, check_off, first_rows, parallel, written)
         with range_fd(unit.key, 0, cut) as first_fd, range_fd(unit.key, cut, unit.size) as second_fd:
+            first = dataclasses.replace(unit, origin=unit.key, start=0, end=cut)
+            second = dataclasses.replace(unit, origin=unit.key, start=cut, end=unit.size)
+            first_row = self.reads.row_number(unit, True, block) if parallel else "rowNumberInAllBlocks() + 1"
+            # `_row_number` counts from 0 in a half without a header, in parallel or not.
+            second_row = f"{'_row_number' if parallel else 'rowNumberInAllBlocks()'} + {first_rows + 1}"
             selects = [
-                self.reads.select_sql(
-                    [first],
-                    row_expression=self.reads.row_number(unit, True, block)
-                    if parallel
-                    else "rowNumberInAllBlocks() + 1",
-                    fd=first_fd,
-                ),
-                self.reads.select_sql(
-                    [second],
-                    fmt_name=unit.fmt.format,
-                    # `_row_number` counts from 0 in a half without a header, in parallel or not.
-                    row_expression=f"{'_row_number' if parallel else 'rowNumberInAllBlocks()'} + {first_rows + 1}",
-                    fd=second_fd,
-                ),
+                self.reads.select_sql([first], row_expression=first_row, fd=first_fd),
+                self.reads.select_sql([second], fmt_name=unit.fmt.format, row_expression=second_row, fd=second_fd),
             ]
             with self.commit.nulls_guard([unit], check_off):
                 counts = self.ctx.target.write_batch(
@@ -154,3 +116,42 @@ class Halves:
                     written=written,
                 )
         return {unit.source_name: sum(counts.values())} if by_source else counts
+
+    @staticmethod
+    def _settings(settings: dict[str, str | int | float], threads: int, first_block: int | None) -> None:
+        """Each half read by `threads` from its descriptor into one block (in place)."""
+        settings.pop("max_block_size", None)
+        if threads > 1:
+            # The segment size the first block was sized for, said rather than assumed.
+            settings["min_chunk_bytes_for_parallel_parsing"] = read_sql.PARSE_SEGMENT_BYTES
+            if first_block is not None:
+                settings["max_block_size"] = first_block  # the first block ends inside the first segment
+        settings.update(
+            # The halves come from descriptors (`range_fd`), read from where they stand.
+            storage_file_read_method="read",
+            max_threads=threads,
+            max_insert_threads=1,
+            input_format_parallel_parsing=int(threads > 1),
+            # The second half starts with a row, not a header; the first reads as the whole file would.
+            input_format_csv_detect_header=0,
+            input_format_tsv_detect_header=0,
+            # One block per INSERT: the table splits it into a part per partition, no sort.
+            min_insert_block_size_rows=0,
+            min_insert_block_size_bytes=2**62,
+            max_partitions_per_insert_block=0,
+        )
+
+    def _check(self, unit: Unit, check_off: bool, first_rows: int, parallel: bool, written: list[int]) -> CommitCheck:
+        unchanged = self.commit.unchanged_check([unit], null_check_off=check_off)
+
+        def check(stage: TableName | None, counts: dict[str, int]) -> None:
+            unchanged(stage, counts)
+            if not self.ctx.fill_provenance or stage is None:
+                return
+            # The second half numbers its rows from `first_rows + 1`: right when the
+            # first half read exactly `first_rows` (a newline inside one of its values
+            # makes fewer). Else the numbers are checked one by one (and mended).
+            if parallel or unit.fmt.format == "JSONEachRow" or written[:1] != [first_rows]:
+                self.commit.fix_row_numbers(stage, unit)
+
+        return check

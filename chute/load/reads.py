@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from chute.engine import Settings
-from chute.load.careful import widened
 from chute.load.context import LoadContext
+from chute.load.values import widened
 from chute.schema import Column, structure
 from chute.sources import Unit, table_function
 from chute.sql import quote_ident, quote_str
