@@ -69,8 +69,13 @@ _T = TypeVar("_T")
 
 # Statements that do the same when sent twice: setup DDL, safe to send again after a
 # connection failure (the first may have run or not).
+# Also: rows appended to chute's own books (a ledger or claims row sent twice is the same
+# state twice), and deleting rows by a condition (deleting them again deletes nothing more).
 _IDEMPOTENT = re.compile(
-    r"^\s*(?:CREATE\s+(?:TABLE|DATABASE)\s+IF\s+NOT\s+EXISTS|DROP\s+TABLE\s+IF\s+EXISTS)\s", re.IGNORECASE
+    r"^\s*(?:CREATE\s+(?:TABLE|DATABASE)\s+IF\s+NOT\s+EXISTS|DROP\s+TABLE\s+IF\s+EXISTS"
+    r"|INSERT\s+INTO\s+(?:`[^`]*`\.)?`?_chute_(?:ledger|claims)`?"
+    r"|ALTER\s+TABLE\s+\S+\s+DELETE\s+WHERE)\s",
+    re.IGNORECASE,
 )
 
 
