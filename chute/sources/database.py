@@ -71,8 +71,9 @@ from chute.engine import MEMORY, Engine, open_engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.formats import FileFormat
 from chute.schema import Column
-from chute.sources import SourceOptions, Unit
+from chute.sources.base import SourceBase, SourceOptions
 from chute.sql import quote_ident, quote_str
+from chute.units import Unit
 
 ROWS_PER_RANGE = 250_000
 """Rows per key range (a ledger unit: what a failure redoes). The loader writes up to 64 units in one
@@ -533,7 +534,7 @@ class DatabaseTable:
         return quote_str(self._zoned[value])
 
 
-class DatabaseSource:
+class DatabaseSource(SourceBase):
     """Tables of PostgreSQL or MySQL servers, read in key ranges by the engine."""
 
     def __init__(self, patterns: list[str], options: SourceOptions) -> None:

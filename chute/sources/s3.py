@@ -30,12 +30,21 @@ from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import EngineRowNumbers, _known_extension, expand_braces
+from chute.sources.base import (
+    EngineRowNumbers,
+    ServerReadable,
+    SourceBase,
+    common_directory,
+    expand_braces,
+    known_extension,
+    provenance_by_path,
+    table_function,
+)
 from chute.sources.sigv4 import Credentials, canonical_query, quote_path, sign
 from chute.sources.url import http_date_ns
 from chute.sql import quote_str
 from chute.transport import http_client
+from chute.units import Unit
 
 GLOB_CHARS = frozenset("*?[")
 ENGINE_GLOB_CHARS = frozenset("*?[]{}")
@@ -134,7 +143,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-class S3Source(EngineRowNumbers):
+class S3Source(SourceBase, EngineRowNumbers, ServerReadable):
     """Objects in S3 or an S3-compatible store, read by the engine's s3() function."""
 
     page_size = 1000
@@ -333,7 +342,7 @@ class S3Source(EngineRowNumbers):
             *dirs, name = rest.split("/")
             if any(d.startswith(".") for d in dirs) or name.startswith((".", "_")):
                 continue
-            if self.format_override or _known_extension(name):
+            if self.format_override or known_extension(name):
                 found.append(obj)
         return found
 

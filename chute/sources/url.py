@@ -33,10 +33,18 @@ from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import EngineRowNumbers, expand_braces
+from chute.sources.base import (
+    EngineRowNumbers,
+    ServerReadable,
+    SourceBase,
+    common_directory,
+    expand_braces,
+    provenance_by_path,
+    table_function,
+)
 from chute.sql import quote_str
 from chute.transport import http_client
+from chute.units import Unit
 
 PROBES = 16
 """HEAD requests in flight while planning."""
@@ -99,7 +107,7 @@ def _origin(url: str) -> tuple[str, str]:
     return parts.scheme.lower(), parts.netloc.lower()
 
 
-class UrlSource(EngineRowNumbers):
+class UrlSource(SourceBase, EngineRowNumbers, ServerReadable):
     """Files on web servers, one unit per URL, read by the engine's url() function."""
 
     def __init__(

@@ -22,10 +22,10 @@ from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTarg
 from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
 from chute.schema import Column, table_columns
-from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
+from chute.units import Unit
 
 # Formats a server of any version parses from a raw HTTP body (the pass-through method).
 PASS_THROUGH_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Native"})
@@ -125,6 +125,10 @@ class ServerTarget:
     @property
     def display_name(self) -> str:
         return self.address.display
+
+    @property
+    def is_server(self) -> bool:
+        return True
 
     @property
     def engine(self) -> Engine:
