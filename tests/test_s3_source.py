@@ -30,7 +30,7 @@ from chute.formats import detect
 from chute.schema import PROVENANCE_NAMES, Column, table_columns
 from chute.sources import SourceOptions, Unit, open_source
 from chute.sources.s3 import S3Source, glob_regex
-from chute.sources.sigv4 import Credentials, sign
+from chute.remote.sigv4 import Credentials, sign
 from chute.sources.url import UrlSource
 from chute.sql import TableName, quote_ident, quote_str
 

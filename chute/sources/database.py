@@ -67,7 +67,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from chute.engine import MEMORY, Engine, open_engine
+from chute.engine import Engine, shared_engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.formats import FileFormat
 from chute.schema import Column
@@ -548,10 +548,8 @@ class DatabaseSource(SourceBase):
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            from chute.engine import _engines
-
             # The target's engine (chDB holds one per process), else one in memory.
-            self._engine = next(iter(_engines.values()), None) or open_engine(MEMORY)
+            self._engine = shared_engine()
         return self._engine
 
     def units(self) -> list[Unit]:

@@ -8,6 +8,7 @@ import stat
 
 from chute.errors import SourceError, UsageError
 from chute.formats import FileFormat, detect
+from chute.manifest import manifest_columns
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS as ROW_NUMBER_FORMATS  # the loader imports it from here
 from chute.sources.base import (
@@ -153,8 +154,6 @@ class FileSource(SourceBase, EngineRowNumbers):
         )
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
-        from chute.export import manifest_columns
-
         directory = os.path.dirname(unit.source_name)
         if directory not in self._manifests:
             self._manifests[directory] = manifest_columns(directory)

@@ -90,10 +90,10 @@ class HdfsSource(SourceBase, EngineRowNumbers):
 
     @property
     def engine(self) -> Engine:
-        from chute.engine import MEMORY, _engines, open_engine
+        from chute.engine import shared_engine
 
         # The target's engine (chDB holds one per process), else one in memory.
-        return next(iter(_engines.values()), None) or open_engine(MEMORY)
+        return shared_engine()
 
     # -- listing ------------------------------------------------------------
 

@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from chute.capabilities import Capabilities
-from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
+from chute.engine import Engine, Settings, StatementResult, shared_engine
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError
 from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
+from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
@@ -76,16 +77,12 @@ _IDEMPOTENT = re.compile(
 
 def _retrying(call: Callable[[], _T]) -> _T:
     """`call` again after transient failures (connection lost, timeout, server busy), with backoff."""
-    for attempt in range(RETRIES + 1):
-        try:
-            return call()
-        except CommitUncertain:
-            raise
-        except TransientTargetError:
-            if attempt == RETRIES:
-                raise
-            time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise AssertionError("unreachable")
+    return retry(
+        lambda _: call(),
+        RETRIES + 1,
+        BACKOFF_SECONDS,
+        lambda exc: isinstance(exc, TransientTargetError) and not isinstance(exc, CommitUncertain),
+    )
 
 
 def _listing_race(sql: str, exc: TargetError) -> bool:
@@ -133,10 +130,8 @@ class ServerTarget:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            from chute.engine import _engines
-
             # Reuse a directory engine this process already has; chDB holds one.
-            self._engine = next(iter(_engines.values()), None) or open_engine(MEMORY)
+            self._engine = shared_engine()
         return self._engine
 
     @property
@@ -167,14 +162,12 @@ class ServerTarget:
         return _retrying(lambda: self._rows(sql, settings, context))
 
     def _rows(self, sql: str, settings: Settings | None, context: str) -> list[dict[str, Any]]:
-        for attempt in range(SYSTEM_READ_ATTEMPTS):
-            try:
-                return self.client.rows(sql, settings, context)
-            except TargetError as exc:
-                if attempt == SYSTEM_READ_ATTEMPTS - 1 or not _listing_race(sql, exc):
-                    raise
-                time.sleep(0.02 * 2**attempt)
-        raise AssertionError("unreachable")
+        return retry(
+            lambda _: self.client.rows(sql, settings, context),
+            SYSTEM_READ_ATTEMPTS,
+            0.02,
+            lambda exc: isinstance(exc, TargetError) and _listing_race(sql, exc),
+        )
 
     def text(self, sql: str, fmt: str, context: str = "") -> str:
         return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)

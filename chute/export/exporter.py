@@ -28,17 +28,22 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from chute.engine import Engine
-from chute.errors import ChuteError, SourceError, TargetError, UsageError
+from chute.errors import ChuteError, SourceError, UsageError
+from chute.export.dest import (
+    S3_MAX_OBJECT_BYTES,
+    TMP_SUFFIX,
+    Dest,
+    LocalDest,
+    S3Dest,
+    unlink_quietly,
+)
+from chute.manifest import MANIFEST, MANIFEST_VERSION
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
-
-MANIFEST = "_chute_export.json"
-MANIFEST_VERSION = 1
-TMP_SUFFIX = ".chute-tmp"
 
 # --format -> (engine format, file extension); CSV and TSV files start with a header line.
 FORMATS: dict[str, tuple[str, str]] = {
@@ -153,9 +158,9 @@ def export(
     compression = normalize_compression(opts.compression, fmt_key)
     if opts.max_file_bytes is not None and opts.max_file_bytes < 1:
         raise UsageError("--max-file-size must be positive")
-    out: _Dest
+    out: Dest
     if dest.lower().startswith("s3://"):
-        out = _S3Dest(dest, opts.s3_endpoint)
+        out = S3Dest(dest, opts.s3_endpoint)
         if opts.max_file_bytes is None:  # one PUT takes at most 5 GiB
             opts = replace(opts, max_file_bytes=S3_MAX_OBJECT_BYTES)
     elif "://" in dest:
@@ -163,7 +168,7 @@ def export(
             f"unknown destination scheme {dest.split('://', 1)[0]!r}: give a directory or s3://bucket/prefix"
         )
     else:
-        out = _LocalDest(os.path.abspath(dest))
+        out = LocalDest(os.path.abspath(dest))
     started = time.monotonic()
     tgt = open_target(target, opts.password_file, opts.insecure)
     try:
@@ -177,7 +182,7 @@ def export(
 
 class _Exporter:
     def __init__(
-        self, target: Target, source: str, out: _Dest, fmt_key: str, compression: str, opts: ExportOptions
+        self, target: Target, source: str, out: Dest, fmt_key: str, compression: str, opts: ExportOptions
     ) -> None:
         self.target = target
         self.source = source
@@ -421,11 +426,11 @@ class _Exporter:
                 converted.append(self._engine_file(engine, part, select, structure, settings))
         except BaseException:
             for tmp, _ in converted:
-                _unlink(tmp)
+                unlink_quietly(tmp)
             raise
         finally:
             for piece in pieces:
-                _unlink(piece.path)
+                unlink_quietly(piece.path)
         return self._publish(part, converted)
 
     def _engine_write(
@@ -445,7 +450,7 @@ class _Exporter:
                 context=f"exporting partition {part.pid}",
             )
         except BaseException:
-            _unlink(tmp)
+            unlink_quietly(tmp)
             raise
         return tmp, result.rows_written
 
@@ -458,7 +463,7 @@ class _Exporter:
                 files.append(ExportedFile(name, part.pid, rows, self.out.publish(tmp, name)))
         finally:
             for tmp, _ in written:
-                _unlink(tmp)
+                unlink_quietly(tmp)
         return files
 
     def _header(self, structure_columns: list[str]) -> bytes:
@@ -526,7 +531,7 @@ class _Exporter:
             if writer is not None:
                 writer.abort()
             for f in files:  # a partition is written whole or not at all
-                _unlink(f.path)
+                unlink_quietly(f.path)
             raise
         if not publish:
             return files
@@ -553,19 +558,6 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return value, pos
         shift += 7
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.remove(path)
 
 
 class _PieceWriter:
@@ -600,7 +592,7 @@ class _PieceWriter:
     def abort(self) -> None:
         with contextlib.suppress(Exception):
             self.raw.close()
-        _unlink(self.tmp)
+        unlink_quietly(self.tmp)
 
 
 def _compressor(raw: IO[bytes], compression: str) -> Any:
@@ -615,194 +607,3 @@ def _compressor(raw: IO[bytes], compression: str) -> Any:
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
     return raw
-
-
-class _Dest(Protocol):
-    """Where exported files go: a local directory or an S3 prefix."""
-
-    display: str
-    work_dir: str
-    """A local directory for files being written (temporary names)."""
-
-    def prepare(self) -> None: ...
-
-    def names(self) -> dict[str, int]:
-        """Files at the destination (not below it) with their sizes."""
-        ...
-
-    def read(self, name: str) -> bytes | None: ...
-
-    def write(self, name: str, data: bytes) -> None:
-        """Replace `name` with `data` in one step (readers see the old or the new)."""
-        ...
-
-    def publish(self, tmp: str, name: str) -> int:
-        """Put a finished temporary file in place as `name`; returns its size."""
-        ...
-
-    def remove(self, name: str) -> None: ...
-
-    def location(self, name: str) -> str: ...
-
-    def close(self) -> None: ...
-
-
-class _LocalDest:
-    def __init__(self, path: str) -> None:
-        self.root = path
-        self.display = path
-        self.work_dir = path
-
-    def prepare(self) -> None:
-        os.makedirs(self.root, exist_ok=True)
-        for name in os.listdir(self.root):
-            if name.endswith(TMP_SUFFIX):  # files a killed run left half-written
-                _unlink(os.path.join(self.root, name))
-
-    def names(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for entry in os.scandir(self.root):
-            if entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
-                found[entry.name] = entry.stat().st_size
-        return found
-
-    def read(self, name: str) -> bytes | None:
-        try:
-            with open(os.path.join(self.root, name), "rb") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            return None
-
-    def write(self, name: str, data: bytes) -> None:
-        tmp = os.path.join(self.root, f".{name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, os.path.join(self.root, name))
-
-    def publish(self, tmp: str, name: str) -> int:
-        _fsync(tmp)
-        final = os.path.join(self.root, name)
-        os.replace(tmp, final)
-        return os.path.getsize(final)
-
-    def remove(self, name: str) -> None:
-        _unlink(os.path.join(self.root, name))
-
-    def location(self, name: str) -> str:
-        return os.path.join(self.root, name)
-
-    def close(self) -> None:
-        pass
-
-
-S3_MAX_OBJECT_BYTES = 4 * 2**30
-"""Files cut at this size for S3 when --max-file-size is not given: one PUT takes at most 5 GiB."""
-
-
-class _S3Dest:
-    """An S3 prefix: each file is uploaded whole with one PUT once written, so an
-    object under its final key is always complete (S3 replaces objects atomically)."""
-
-    def __init__(self, url: str, endpoint: str | None) -> None:
-        import tempfile
-
-        from chute.sources.s3 import S3Source, split_url
-
-        self.bucket, prefix = split_url(url)
-        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
-        self.display = f"s3://{self.bucket}/{self.prefix}"
-        self.s3 = S3Source([url], endpoint=endpoint)
-        self.work_dir = tempfile.mkdtemp(prefix="chute-export-")
-
-    def prepare(self) -> None:
-        pass
-
-    def names(self) -> dict[str, int]:
-        return {
-            o.key[len(self.prefix) :]: o.size
-            for o in self.s3._list(self.bucket, self.prefix)
-            if "/" not in o.key[len(self.prefix) :]
-        }
-
-    def _request(self, method: str, name: str, body: Any = None) -> Any:
-        from chute.sources.sigv4 import sign
-
-        url = self.s3.object_url(self.bucket, self.prefix + name)
-        what = self.location(name)
-        headers: dict[str, str] = {}
-        if self.s3.credentials is not None:
-            payload = "UNSIGNED-PAYLOAD" if body is not None else EMPTY_PAYLOAD
-            headers = sign(method, url, self.s3.credentials, self.s3._region(self.bucket), payload_hash=payload)
-        try:
-            response = self.s3._client().request(method, url, headers=headers, content=body)
-        except Exception as exc:  # httpx errors: one line, no secret
-            raise TargetError(self.s3.scrub(f"{what}: cannot reach {self.s3._display()}: {exc}")) from None
-        if response.status_code not in (200, 204, 404) or (response.status_code == 404 and method != "GET"):
-            if response.status_code == 404 and method == "DELETE":
-                return response
-            raise self.s3._failure(response, self.bucket, what)
-        return response
-
-    def read(self, name: str) -> bytes | None:
-        response = self._request("GET", name)
-        return None if response.status_code == 404 else bytes(response.content)
-
-    def write(self, name: str, data: bytes) -> None:
-        self._request("PUT", name, data)
-
-    def publish(self, tmp: str, name: str) -> int:
-        size = os.path.getsize(tmp)
-        with open(tmp, "rb") as fh:
-            self._request("PUT", name, fh)
-        return size
-
-    def remove(self, name: str) -> None:
-        self._request("DELETE", name)
-
-    def location(self, name: str) -> str:
-        return f"{self.display}{name}"
-
-    def close(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-
-
-EMPTY_PAYLOAD = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-
-def parse_manifest(text: bytes | str, where: str) -> dict[str, Any] | None:
-    """A manifest's content, or None when it is not one this version writes."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise SourceError(f"{where}: unreadable export manifest ({exc})") from None
-    if not isinstance(data, dict) or data.get("chute_export") != MANIFEST_VERSION:
-        return None
-    return data
-
-
-def read_manifest(directory: str) -> dict[str, Any] | None:
-    """The manifest of an export directory, or None when there is none."""
-    path = os.path.join(directory, MANIFEST)
-    try:
-        with open(path, "rb") as fh:
-            return parse_manifest(fh.read(), path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SourceError(f"{path}: unreadable export manifest ({exc.strerror})") from None
-
-
-def declared(data: dict[str, Any] | None) -> tuple[list[Column], bool] | None:
-    """(columns with their exact types, whether the export completed) from a manifest."""
-    if data is None:
-        return None
-    return [Column(c["name"], c["type"]) for c in data["columns"]], bool(data.get("complete"))
-
-
-def manifest_columns(directory: str) -> tuple[list[Column], bool] | None:
-    """(columns with their exact types, whether the export completed) for a directory."""
-    return declared(read_manifest(directory))
