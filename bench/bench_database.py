@@ -41,7 +41,7 @@ from bench.common import median, print_table, save_results
 from chute.engine import open_engine
 from chute.sources import SourceOptions
 from chute.sources.database import DatabaseSource
-from tests.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, PostgresServer
+from tests.harness.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, PostgresServer
 
 CHECKSUM = (
     "SELECT count() AS n, sum(id) AS ids, toString(sum(amount)) AS amount, "
