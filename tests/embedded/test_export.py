@@ -166,6 +166,7 @@ def test_failed_partition_leaves_no_file_under_its_name_and_rerun_finishes(tmp_p
     _same(target, "back")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_export_then_rerun(tmp_path: Path) -> None:
     db = tmp_path / "db"
     engine = open_engine(str(db))

@@ -270,6 +270,7 @@ def test_big_files_beyond_the_budget_load_the_sorting_way(tmp_path: Path, target
     assert _storage(engine, "t") == {"Packed"}  # a part per partition there too
 
 
+@pytest.mark.slow
 def test_sigkill_during_halves_then_rerun(tmp_path: Path) -> None:
     """Killed at any point (inserting, checking, swapping), a re-run gives the clean run's table."""
     engine = open_engine(str(tmp_path / "gen"))

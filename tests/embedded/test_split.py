@@ -120,6 +120,7 @@ def _checksum(db: Path) -> list[dict[str, object]]:
     return list(json.loads(out.stdout))
 
 
+@pytest.mark.slow
 def test_sigkill_mid_file_then_rerun(tmp_path: Path) -> None:
     engine = open_engine(str(tmp_path / "gen"))
     path = write_with_engine(engine, tmp_path / "big.csv", "CSVWithNames", ROWS_SQL.format(rows=300_000))

@@ -7,8 +7,6 @@ import pytest
 from chute.errors import UsageError
 from chute.sources.database import parse_url
 
-pytestmark = pytest.mark.slow
-
 
 def test_urls_never_show_the_password() -> None:
     url = parse_url("postgresql://me:p%40ss%3Aword@Example.org/db/sales.orders?rows_per_range=10")

@@ -7,8 +7,6 @@ import pytest
 from chute.errors import UsageError
 from chute.sources.kafka import KafkaSpec, display_url, parse_key, unit_key, with_options
 
-pytestmark = pytest.mark.slow
-
 
 def test_urls_and_unit_keys() -> None:
     spec = KafkaSpec.parse(["kafka://b1:9092,b2:9092/a,b?format=raw&start=2024-05-01T00:00:00Z&batch=10"])
