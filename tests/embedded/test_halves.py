@@ -66,7 +66,7 @@ def _uuid(engine, table: str) -> str:  # type: ignore[no-untyped-def]
     return str(engine.rows(f"SELECT toString(data_paths) AS u FROM system.tables WHERE name = '{table}'")[0]["u"])
 
 
-@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("workers", [2, pytest.param(4, marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "ext,fmt", [("csv", "CSVWithNames"), ("csv", "CSV"), ("tsv", "TSVWithNames"), ("json", "JSONEachRow")]
 )
@@ -122,7 +122,7 @@ def _quoted_newlines_csv(path: Path, rows: int, newline_rows: set[int]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("workers", [2, pytest.param(4, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("where", ["first half", "second half", "at the middle"])
 def test_quoted_newlines_keep_row_numbers(
     tmp_path: Path, target: str, halves_on: list[str], monkeypatch: pytest.MonkeyPatch, where: str, workers: int
@@ -158,6 +158,7 @@ def test_quoted_newlines_keep_row_numbers(
     assert (int(got["c"]), int(got["u"]), int(got["bad"]), int(got["multi"])) == (rows, rows, 0, len(marks[where]))
 
 
+@pytest.mark.slow
 def test_swap_keeps_the_table_definition(tmp_path: Path, target: str, halves_on: list[str]) -> None:
     """An empty table takes the stage's place; its settings (the part-writer ones the
     stage changed, too) and comment stay as they were. A table with rows gets ATTACH.

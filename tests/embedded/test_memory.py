@@ -41,6 +41,7 @@ def _statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext,fmt", [("parquet", "Parquet"), ("csv", "CSVWithNames")])
 def test_wide_rows_under_a_small_budget(
     tmp_path: Path, target: str, ext: str, fmt: str, monkeypatch: pytest.MonkeyPatch
