@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from chute.capabilities import Capabilities
 from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION
@@ -147,6 +147,7 @@ class SourceBase:
         return {}
 
 
+@runtime_checkable
 class ServerReadable(Protocol):
     """A source a ClickHouse server can read itself (url(), s3(), s3Cluster())."""
 
@@ -161,6 +162,7 @@ class ServerReadable(Protocol):
         ...
 
 
+@runtime_checkable
 class RowPositions(Protocol):
     """A source whose rows are not numbered from 1 within a unit (Kafka: by offset)."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from chute.formats import FileFormat
 from chute.sources.base import (
     EngineRowNumbers,
+    RowPositions,
+    ServerReadable,
     SourceBase,
     common_directory,
     expand_braces,
@@ -76,6 +78,17 @@ def test_the_hooks_default_to_doing_nothing() -> None:
     assert base.extra_provenance_columns() == [] and base.provenance_expressions(unit, "1") == {}
     # Hooks whose presence changes the load are not defaults: a source has them or not.
     assert not hasattr(base, "server_expression") and not hasattr(base, "row_at_position")
+    assert not isinstance(base, ServerReadable) and not isinstance(base, RowPositions)
+
+
+def test_sources_say_what_they_can() -> None:
+    from chute.sources.files import FileSource
+    from chute.sources.s3 import S3Source
+    from chute.sources.url import UrlSource
+
+    assert isinstance(S3Source(["s3://b/k.csv"], env={}), ServerReadable)
+    assert isinstance(UrlSource(["http://h/a.csv"]), ServerReadable)
+    assert not isinstance(FileSource(["x.csv"]), ServerReadable)
 
 
 def test_unit_identity_and_ranges() -> None:
