@@ -17,6 +17,7 @@ from ..harness.servers import free_port
         (f"127.0.0.1:{free_port()}", "cannot reach the NameNode at 127.0.0.1:"),
         ("no-such-namenode.invalid:8020", "cannot resolve the NameNode host no-such-namenode.invalid"),
     ],
+    ids=["closed port", "unknown host"],  # the port is random: ids that every collection agrees on
 )
 def test_unreachable_namenode_is_one_line(
     target: str, capsys: pytest.CaptureFixture[str], address: str, message: str
