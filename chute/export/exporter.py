@@ -197,7 +197,7 @@ class _Exporter:
         self.opts = opts
         self.workers = max(1, opts.workers or os.cpu_count() or 1)
         self.source_sql = f"({source.strip().rstrip(';')})" if is_query(source) else TableName.parse(source).sql
-        self.remote = getattr(target, "address", None) is not None  # a server: read through its HTTP interface
+        self.remote = target.is_server  # a server: read through its HTTP interface
         self.lock = threading.Lock()
         self.manifest: dict[str, Any] = {}
 
