@@ -1,4 +1,4 @@
-"""postgresql:// and mysql:// sources against real servers (tests/extservers.py).
+"""postgresql:// and mysql:// sources against real servers (tests/harness/extservers.py).
 
 Each engine: a full load equals the source (count and a checksum computed by the
 server itself), a re-run loads nothing, new rows load as a delta, kill -9 at a

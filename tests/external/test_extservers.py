@@ -1,4 +1,4 @@
-"""Smoke tests of the real source servers in tests/extservers.py: start, one real operation, stop.
+"""Smoke tests of the real source servers in tests/harness/extservers.py: start, one real operation, stop.
 
 Each is skipped, with what to install, when scripts/install-source-servers has not
 installed its server on this machine.

@@ -1,5 +1,5 @@
 """hdfs:// sources against a real single-node HDFS (a NameNode and a DataNode on
-loopback, tests/extservers.py).
+loopback, tests/harness/extservers.py).
 
 Files are gzip JSON lines whose rows carry their file number `f` and line number
 `r`, so provenance (`_source`, `_source_row`) is checked row by row; Parquet files

@@ -1,4 +1,4 @@
-"""s3:// sources against a real S3 server (versitygw on loopback, tests/extservers.py).
+"""s3:// sources against a real S3 server (versitygw on loopback, tests/harness/extservers.py).
 
 Objects are gzip JSON lines whose rows carry their object number `f` and line
 number `r`, so provenance (`_source`, `_source_row`) is checked row by row.

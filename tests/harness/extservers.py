@@ -1,6 +1,6 @@
 """Real source servers on loopback: PostgreSQL, MariaDB, an S3 server, a Kafka broker, HDFS.
 
-In the style of tests/servers.py: each server gets its own directory (config,
+In the style of tests/harness/servers.py: each server gets its own directory (config,
 data, logs, socket) in a temp dir, free ports on 127.0.0.1 only, a user with a
 password, waits until it answers, and is stopped on `stop()` / `remove()`.
 
