@@ -26,11 +26,15 @@ CASES = [
     ("Avro", "avro"),
     ("Arrow", "arrow"),
 ]
-COMPRESSIONS = [(None, ""), ("gzip", ".gz"), ("zstd", ".zst")]
+COMPRESSIONS = [
+    pytest.param(None, "", id="plain"),
+    pytest.param("gzip", ".gz", id="gz"),
+    pytest.param("zstd", ".zst", id="zst", marks=pytest.mark.slow),  # the same path as gzip: full runs only
+]
 
 
 @pytest.mark.parametrize("fmt,ext", CASES, ids=[c[1] for c in CASES])
-@pytest.mark.parametrize("compression,suffix", COMPRESSIONS, ids=["plain", "gz", "zst"])
+@pytest.mark.parametrize("compression,suffix", COMPRESSIONS)
 def test_each_format_loads(
     tmp_path: Path, target: str, fmt: str, ext: str, compression: str | None, suffix: str
 ) -> None:

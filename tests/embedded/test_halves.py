@@ -68,7 +68,13 @@ def _uuid(engine, table: str) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("workers", [2, pytest.param(4, marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
-    "ext,fmt", [("csv", "CSVWithNames"), ("csv", "CSV"), ("tsv", "TSVWithNames"), ("json", "JSONEachRow")]
+    "ext,fmt",
+    [
+        ("csv", "CSVWithNames"),
+        pytest.param("csv", "CSV", marks=pytest.mark.slow),
+        pytest.param("tsv", "TSVWithNames", marks=pytest.mark.slow),
+        ("json", "JSONEachRow"),
+    ],
 )
 def test_halves_load_the_rows_of_the_sorting_way(
     tmp_path: Path,

@@ -71,7 +71,7 @@ NULLS = {
 
 @pytest.mark.parametrize("nulls", list(NULLS))
 @pytest.mark.parametrize("how", ["whole", "ranges", "halves"])
-@pytest.mark.parametrize("fmt", ["CSV", "TSV"])
+@pytest.mark.parametrize("fmt", ["CSV", pytest.param("TSV", marks=pytest.mark.slow)])
 def test_rows_are_the_engines_own_reading(
     tmp_path: Path,
     target: str,
