@@ -1,6 +1,6 @@
 """Issue 8, P7: a PostgreSQL table loaded into the embedded target, chute vs a COPY pipe.
 
-A PostgreSQL server (tests/extservers.py; `scripts/install-source-servers postgres`)
+A PostgreSQL server (tests/harness/extservers.py; `scripts/install-source-servers postgres`)
 gets a table of `--rows` rows made by generate_series (bigint key, two text
 columns, numeric(12,2), timestamptz, integer). Then, in interleaved rounds, each
 a fresh embedded directory and a separate process (both pay Python and chDB
@@ -41,7 +41,7 @@ from bench.common import median, print_table, save_results
 from chute.engine import open_engine
 from chute.sources import SourceOptions
 from chute.sources.database import DatabaseSource
-from tests.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, PostgresServer
+from tests.harness.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, PostgresServer
 
 CHECKSUM = (
     "SELECT count() AS n, sum(id) AS ids, toString(sum(amount)) AS amount, "

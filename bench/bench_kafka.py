@@ -1,6 +1,6 @@
 """P6 (issue 9): a pre-filled Kafka topic into the embedded target, end to end.
 
-A real Apache Kafka broker (KRaft, tests/extservers.py, on this machine) gets a
+A real Apache Kafka broker (KRaft, tests/harness/extservers.py, on this machine) gets a
 topic of small JSON messages (about 200 bytes, 10 fields), produced with
 confluent-kafka in big lz4 batches. Then, each on its own:
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=3_000_000)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--bootstrap", help="an existing broker (default: start one, tests/extservers.py)")
+    parser.add_argument("--bootstrap", help="an existing broker (default: start one, tests/harness/extservers.py)")
     args = parser.parse_args(argv)
 
     broker: Any = None

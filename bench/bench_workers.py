@@ -27,7 +27,7 @@ from bench.common import median, print_table, save_results
 from chute.load.claims import Claims
 from chute.sql import TableName
 from chute.targets.server import ServerTarget
-from tests.servers import ClickHouseServer
+from tests.harness.servers import ClickHouseServer
 
 
 def _run_workers(data: Path, url: str, workers: int) -> tuple[float, list[dict[str, object]]]:

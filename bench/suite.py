@@ -46,7 +46,7 @@ from chute.capabilities import Capabilities
 from chute.engine import Engine, open_engine
 from chute.schema import PROVENANCE_COLUMNS, describe
 from chute.sql import quote_ident, quote_str
-from tests.servers import ClickHouseServer
+from tests.harness.servers import ClickHouseServer
 
 PARALLEL = 4
 """The seeds' client-side parallelism (4 processes, parallel -j4)."""

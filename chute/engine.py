@@ -245,6 +245,11 @@ def close_engines() -> None:
         engine.close()
 
 
+def shared_engine() -> Engine:
+    """The engine this process has open (chDB holds one per process), else one in memory."""
+    return next(iter(_engines.values()), None) or open_engine(MEMORY)
+
+
 def open_engine(path: str, config_file: str | None = None) -> Engine:
     """The engine for a directory (or MEMORY), shared by every call in this process.
 

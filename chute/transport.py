@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 
 from chute.errors import TargetError, TransientTargetError, UsageError, make_target_error, parse_server_error
+from chute.remote.http import http_client, retry
 
 DEFAULT_PORTS = {"http": 8123, "https": 8443}
 
@@ -84,23 +84,6 @@ class ServerAddress:
         if "/" in database:
             raise UsageError(f"invalid database name in the target URL: {database!r}")
         return cls(scheme, host, port, user, password, database)
-
-
-def http_client(**options: Any) -> httpx.Client:
-    """An httpx client; a TLS setup that fails (SSL_CERT_FILE naming no file) is one line."""
-    import ssl
-
-    try:
-        return httpx.Client(**options)
-    except (OSError, ssl.SSLError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        # httpx reads SSL_CERT_FILE if set, else SSL_CERT_DIR.
-        name = next((n for n in ("SSL_CERT_FILE", "SSL_CERT_DIR") if n in os.environ), None)
-        if name is not None:
-            raise UsageError(
-                f"cannot set up TLS: {name}={os.environ[name]}: {reason} (point it at CA certificates, or unset it)"
-            ) from None
-        raise UsageError(f"cannot set up TLS: {reason}") from None
 
 
 class HttpClient:
@@ -190,11 +173,13 @@ def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.2
     Tried `attempts` times (a dropped connection passes), quickly: a wrong port
     should not keep the user waiting long.
     """
-    for attempt in range(attempts):
-        try:
-            return client.query("SELECT version()", context=f"connecting to {client.address.display}").strip()
-        except TransientTargetError as exc:
-            if attempt == attempts - 1:
-                raise TargetError(str(exc)) from None
-            time.sleep(backoff * 2**attempt)
-    raise AssertionError("unreachable")
+    context = f"connecting to {client.address.display}"
+    try:
+        return retry(
+            lambda _: client.query("SELECT version()", context=context).strip(),
+            attempts,
+            backoff,
+            lambda exc: isinstance(exc, TransientTargetError),
+        )
+    except TransientTargetError as exc:
+        raise TargetError(str(exc)) from None

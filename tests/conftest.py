@@ -1,22 +1,51 @@
-"""Shared fixtures: every test gets its own embedded database directory.
+"""Shared fixtures, and the tiers: each test folder is a marker.
 
-chDB holds one database directory per process, so each fixture points chute
-at a fresh directory; opening it closes the previous one.
+- tests/unit: no engine (pure functions and classes)
+- tests/embedded: the embedded engine (chDB) only
+- tests/server: a ClickHouse server (the Debian clickhouse-server, started here)
+- tests/external: S3, PostgreSQL, MariaDB, Kafka or HDFS servers (started here)
+
+Every test gets its own embedded database directory: chDB holds one database
+directory per process, so each fixture points chute at a fresh directory;
+opening it closes the previous one. Server tests are skipped when no
+clickhouse-server is installed (`./scripts/test` installs it, and sets
+CHUTE_REQUIRE_SERVER=1 so that a failed install fails the run instead).
 """
 
 from __future__ import annotations
 
 import os
-import random
-import signal
-import subprocess
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chute.engine import open_engine
+
+from .harness import servers
+from .harness.web import WebServer, serving
+
+TIERS = ("unit", "embedded", "server", "external")
+NO_SERVER = "clickhouse-server is not installed: run ./scripts/test, which installs it"
+
+
+def _require_server() -> bool:
+    return os.environ.get("CHUTE_REQUIRE_SERVER", "") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its folder's tier; skip server tests when there is no server."""
+    here = Path(__file__).parent
+    skip_server = pytest.mark.skip(reason=NO_SERVER)
+    for item in items:
+        try:
+            tier = item.path.relative_to(here).parts[0]
+        except ValueError:
+            continue
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+        if tier == "server" and not servers.available() and not _require_server():
+            item.add_marker(skip_server)
 
 
 @pytest.fixture()
@@ -30,73 +59,14 @@ def engine(target: str):  # type: ignore[no-untyped-def]
     return open_engine(target)
 
 
-def write_with_engine(engine, path: Path, fmt: str, select: str, compression: str | None = None) -> Path:  # type: ignore[no-untyped-def]
-    """Write a data file with the engine itself (so every format is real)."""
-    from chute.sql import quote_str
-
-    comp = f", {quote_str(compression)}" if compression else ""
-    if path.exists():
-        path.unlink()
-    engine.execute(f"INSERT INTO FUNCTION file({quote_str(str(path))}, {quote_str(fmt)}, 'auto'{comp}) {select}")
-    return path
-
-
-def table_checksum(db: Path, checksum_sql: str, table: str = "t") -> tuple[int, int]:
-    """(rows, hash) from `checksum_sql` (columns n and h) in a database directory; (0, 0)
-    when the table is not there yet. Opens and closes the directory's engine."""
-    engine = open_engine(str(db))
-    try:
-        if not engine.rows(f"SELECT count() AS n FROM system.tables WHERE name = '{table}'")[0]["n"]:
-            return 0, 0
-        row = engine.rows(checksum_sql)[0]
-        return int(row["n"]), int(row["h"])
-    finally:
-        engine.close()
-
-
-def kill_trials(
-    command: Callable[[Path], list[str]],
-    work: Path,
-    checksum: Callable[[Path], tuple[int, int]],
-    expected: tuple[int, int],
-    full: float,
-    idle: float,
-    env: Mapping[str, str] | None = None,
-) -> tuple[int, int]:
-    """SIGKILL `command(db)` at random moments inside a load (past `idle`, the start-up of
-    a run with nothing to do, within `full`, a clean load), re-run it, and check the table
-    equals the clean one; until three kills landed and two left a partial table (at most
-    eight trials: the timing varies by machine). Returns (kills, partial tables)."""
-    rng = random.Random(8)
-    kills = partial = 0
-    for trial in range(8):
-        if kills >= 3 and partial >= 2:
-            break
-        db = work / f"trial{trial}"
-        proc = subprocess.Popen(command(db), env=env)
-        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        partial += 0 < checksum(db)[0] < expected[0]
-        subprocess.run(command(db), check=True, env=env)
-        assert checksum(db) == expected, f"trial {trial} differs from the clean load"
-    return kills, partial
-
-
-def set_mtime(path: Path, seconds: int) -> None:
-    os.utime(path, (seconds, seconds))
-
-
 @pytest.fixture(scope="session")
 def clickhouse_server():  # type: ignore[no-untyped-def]
     """The Debian clickhouse-server (18.16) on loopback, one per test session."""
-    from .servers import ClickHouseServer, available
-
-    if not available():
-        pytest.fail("clickhouse-server is not installed: run ./scripts/test, which installs it")
-    server = ClickHouseServer.create().start()
+    if not servers.available():
+        if _require_server():
+            pytest.fail(NO_SERVER)
+        pytest.skip(NO_SERVER)
+    server = servers.ClickHouseServer.create().start()
     yield server
     server.remove()
 
@@ -111,6 +81,13 @@ def server_url(clickhouse_server) -> str:  # type: ignore[no-untyped-def]
     return f"{clickhouse_server.url}/{database}"
 
 
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
+    """A static HTTP file server on loopback with data files under /data/."""
+    with serving(tmp_path_factory.mktemp("www")) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def clickhouse_cluster(request):  # type: ignore[no-untyped-def]
     """A real 2-shard x 2-replica ClickHouse cluster (18.16 and ZooKeeper) on loopback, one
@@ -119,7 +96,7 @@ def clickhouse_cluster(request):  # type: ignore[no-untyped-def]
     import sys
 
     from .harness.cluster import ClickHouseCluster, missing
-    from .servers import available
+    from .harness.servers import available
 
     if not available():
         pytest.fail("clickhouse-server is not installed: run ./scripts/test, which installs it")

@@ -33,7 +33,8 @@ from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import SourceOptions, open_source
 from chute.sql import TableName
-from chute.targets import Target, open_target
+from chute.targets import open_target
+from chute.targets.base import Target
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -68,7 +69,7 @@ def load(
     sweep_scratch()
     table_name = _table_name(table)
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
-    if opts.cluster is not None and getattr(tgt, "address", None) is None:
+    if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")
     ledger = Ledger(tgt, table_name)
@@ -85,10 +86,8 @@ def load(
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
-    report.notes.extend(getattr(source, "notes", []))
+        source.close()
+    report.notes.extend(source.notes)
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

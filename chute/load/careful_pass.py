@@ -16,7 +16,8 @@ from chute.load.outcome import Plan, done, fail
 from chute.load.reads import Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.schema import Column, structure
-from chute.sources import Unit
+from chute.sources.base import RowPositions
+from chute.units import Unit
 
 
 class CarefulPass:
@@ -27,9 +28,8 @@ class CarefulPass:
 
     def row_of(self, unit: Unit) -> Callable[[str], str]:
         """`_source_row` from a record's 1-based position in the unit, as the careful pass counts."""
-        by_source = getattr(self.ctx.source, "row_at_position", None)
-        if by_source is not None:
-            return functools.partial(by_source, unit)
+        if isinstance(self.ctx.source, RowPositions):
+            return functools.partial(self.ctx.source.row_at_position, unit)
         offset = self.ctx.row_offsets.get(unit.key, 0)
         return (lambda row: f"{row} + {offset}") if offset else str
 

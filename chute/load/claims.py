@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from chute.errors import ChuteError
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets import Target
+from chute.targets.base import Target
 
 CLAIMS_TABLE = "_chute_claims"
 DEFAULT_LEASE_SECONDS = 30

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
 from chute.load.context import LoadContext
 from chute.nullcheck import CHECKED_FORMATS, NullsInFile, Place, scalar_type
-from chute.sources import Unit
 from chute.sql import TableName, quote_str
 from chute.targets.staging import CommitCheck
+from chute.units import Unit
 
 
 class RowNumbersOff(TargetError):

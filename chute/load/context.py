@@ -25,9 +25,10 @@ from chute.load.rejects import Rejects
 from chute.nullcheck import NullSearches
 from chute.report import LoadReport
 from chute.schema import PROVENANCE_NAMES, Column
-from chute.sources import Source, Unit
+from chute.sources.base import Source
 from chute.sql import TableName
-from chute.targets import Target
+from chute.targets.base import Target
+from chute.units import Unit
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,7 @@ class LoadContext:
     @functools.cached_property
     def extra_provenance(self) -> list[tuple[str, str]]:
         """Provenance columns a source adds to the four (a Kafka message's key): (name, type)."""
-        extra = getattr(self.source, "extra_provenance_columns", None)
-        return list(extra()) if extra is not None and self.opts.provenance else []
+        return list(self.source.extra_provenance_columns()) if self.opts.provenance else []
 
     @functools.cached_property
     def extra_names(self) -> frozenset[str]:
@@ -148,7 +148,7 @@ class LoadContext:
         return self.fill_provenance and self.source.needs_serial_read(unit)
 
     def is_server(self) -> bool:
-        return getattr(self.target, "address", None) is not None
+        return self.target.is_server
 
     # -- the report -----------------------------------------------------------
 

@@ -16,10 +16,10 @@ from chute.load.commit import Commit
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
-from chute.sources import Unit
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName
 from chute.targets.staging import CommitCheck
+from chute.units import Unit
 
 HALVES_MIN_BYTES = 64 * 2**20
 """Smallest file that a partitioned load reads as two halves at once."""

@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets import Target
+from chute.targets.base import Target
+from chute.units import Unit
 
 LEDGER_TABLE = "_chute_ledger"
 

@@ -33,8 +33,8 @@ from chute.load.table import SELF_DESCRIBING, TableSetup
 from chute.load.tolerant_pass import TolerantPass
 from chute.load.writer import Writer
 from chute.report import LoadReport
-from chute.sources import Unit
 from chute.sql import quote_ident
+from chute.units import Unit
 
 
 class Loader:

@@ -19,10 +19,10 @@ from chute.errors import ChuteError, UsageError
 from chute.load.context import LoadContext
 from chute.load.options import LoadOptions
 from chute.schema import Column
-from chute.sources import Source, Unit
-from chute.sources.files import ROW_NUMBER_FORMATS
+from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
-from chute.targets import Target
+from chute.targets.base import Target
+from chute.units import Unit
 
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
 """Reading settings a server of any version knows, for the server-side path."""
@@ -63,12 +63,11 @@ def server_side_select(
     (max_threads 1); across a cluster only the node reading the object knows a row's
     place in it, so `_row_number`, which callers check first (`s3_row_number`).
     """
-    expression_of = getattr(source, "server_expression", None)
-    if expression_of is None:
+    if not isinstance(source, ServerReadable):
         return None
     # Old servers take names in a structure string only bare (`a` would name a field "`a`").
     plain = ", ".join(f"{c.name if PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
-    expression = expression_of(unit, plain, fmt_name, capabilities, cluster)
+    expression = source.server_expression(unit, plain, fmt_name, capabilities, cluster)
     if expression is None:
         return None
     exprs = [quote_ident(c.name) for c in inputs]
@@ -97,11 +96,10 @@ def check_cluster(opts: LoadOptions, target: Target, source: Source, units: list
     """--cluster: refused at once, in one line, where it cannot be honoured."""
     if opts.cluster is None or not units:
         return
-    blocker_of = getattr(source, "server_blocker", None)
-    if blocker_of is None:
+    if not isinstance(source, ServerReadable):
         raise UsageError("--cluster reads s3:// sources only")
     caps = target.capabilities
-    blocker = blocker_of(units[0], caps, opts.cluster)
+    blocker = source.server_blocker(units[0], caps, opts.cluster)
     if blocker is not None:
         raise UsageError(blocker if blocker.startswith("--cluster") else f"--cluster: {blocker}")
     if not opts.provenance:
@@ -127,8 +125,7 @@ class Methods:
 
     def scrubbed(self, exc: ChuteError) -> ChuteError:
         """`exc` with its message cleaned of source secrets (server-side SQL carries them)."""
-        scrub = getattr(self.ctx.source, "scrub", None)
-        text = scrub(str(exc)) if scrub is not None else str(exc)
+        text = self.ctx.source.scrub(str(exc))
         if text == str(exc):
             return exc
         clean = copy.copy(exc)
@@ -139,12 +136,12 @@ class Methods:
         """Whether a server target may read `unit` itself (before any probe): such units
         load one per statement, so that each is its own ledger entry."""
         ctx = self.ctx
-        blocker_of = getattr(ctx.source, "server_blocker", None)
+        source = ctx.source
         return (
             ctx.opts.method in ("auto", "server-side")
             and ctx.is_server()
-            and blocker_of is not None
-            and blocker_of(unit, ctx.target.capabilities, ctx.opts.cluster) is None
+            and isinstance(source, ServerReadable)
+            and source.server_blocker(unit, ctx.target.capabilities, ctx.opts.cluster) is None
         )
 
     def server_select(self, batch: list[Unit]) -> str | None:
@@ -158,13 +155,17 @@ class Methods:
         """
         ctx, unit = self.ctx, batch[0]
         asked = ctx.opts.method == "server-side" or ctx.opts.cluster is not None
-        blocker_of = getattr(ctx.source, "server_blocker", None)
-        if ctx.opts.method not in ("auto", "server-side") or blocker_of is None or not ctx.is_server():
+        source = ctx.source
+        if (
+            ctx.opts.method not in ("auto", "server-side")
+            or not isinstance(source, ServerReadable)
+            or not ctx.is_server()
+        ):
             if asked:
                 option = "--cluster" if ctx.opts.cluster is not None else "--method server-side"
                 raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
             return None
-        blocker = blocker_of(unit, ctx.target.capabilities, ctx.opts.cluster)
+        blocker = source.server_blocker(unit, ctx.target.capabilities, ctx.opts.cluster)
         if blocker is None:
             if len(batch) != 1:  # not batched when the server may read them (server_side_possible)
                 return None

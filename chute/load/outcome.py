@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from chute.errors import ChuteError
 from chute.load.context import LoadContext
 from chute.report import FileResult
-from chute.sources import Unit
+from chute.units import Unit
 
 
 @dataclass
@@ -21,9 +21,7 @@ class Plan:
 
 def fail(ctx: LoadContext, unit: Unit, message: str, plan: Plan, rejected: int = 0) -> None:
     """The unit failed: its result says why, and the ledger (a re-run tries it again)."""
-    scrub = getattr(ctx.source, "scrub", None)
-    if scrub is not None:  # a second line of defence: no source secret in the report or ledger
-        message = scrub(message)
+    message = ctx.source.scrub(message)  # a second line of defence: no source secret in the report or ledger
     result = plan.results[unit.key]
     result.state = "failed"
     result.error = message
@@ -46,9 +44,7 @@ def done(
 
 def units_done(ctx: LoadContext, units: list[Unit]) -> None:
     """Tell the source (Kafka commits its group's offsets for information)."""
-    hook = getattr(ctx.source, "unit_done", None)
-    if hook is not None:
-        hook(units)
+    ctx.source.unit_done(units)
 
 
 def batch_label(batch: list[Unit]) -> str:

@@ -10,7 +10,7 @@ from chute.load.methods import Methods
 from chute.load.outcome import Plan, fail
 from chute.load.sizing import ROW_SIZED_FORMATS
 from chute.report import FileResult
-from chute.sources import Unit
+from chute.units import Unit
 
 SHARED_BATCHES = 8
 """Where several workers may share a job (a server target), its units go in at least this many

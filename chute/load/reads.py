@@ -8,8 +8,9 @@ from chute.engine import Settings
 from chute.load.context import LoadContext
 from chute.load.values import widened
 from chute.schema import Column, structure
-from chute.sources import Unit, table_function
+from chute.sources.base import table_function
 from chute.sql import quote_ident, quote_str
+from chute.units import Unit
 
 ROW_FIX_BLOCK = 8192
 """Rows per parsed block for CSV/TSV with a header under parallel parsing (see `Reads.row_number`)."""
@@ -79,10 +80,8 @@ class Reads:
             "_source_row": f"({row_expression}) + {offset}" if offset else row_expression,
             "_load_id": quote_str(ctx.load_id),
         }
-        per_row = getattr(ctx.source, "provenance_expressions", None)
-        if per_row is not None:
-            wanted = set(values) | set(ctx.extra_filled())
-            values.update({k: v for k, v in per_row(unit, row_expression).items() if k in wanted})
+        wanted = set(values) | set(ctx.extra_filled())
+        values.update({k: v for k, v in ctx.source.provenance_expressions(unit, row_expression).items() if k in wanted})
         return {name: (expr, types[name]) for name, expr in values.items()}
 
     def selects(self, batch: list[Unit]) -> list[str]:

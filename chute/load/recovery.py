@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import told_of
-from chute.sources import Unit
+from chute.units import Unit
 
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
 UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from chute.errors import UsageError
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets import Target
+from chute.targets.base import Target
 
 REJECT_COLUMNS = ("_source", "_source_row", "raw", "error", "_load_id", "at")
 

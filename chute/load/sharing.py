@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from chute.load.claims import Claims
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
-from chute.sources import Unit
+from chute.units import Unit
 
 
 class Sharing:

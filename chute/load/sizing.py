@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
-from chute.sources import Unit
+from chute.units import Unit
 
 COMPRESSED_EXPANSION = 4
 """A rough in-memory size of a compressed input per byte of it (gzip JSON lines: ~4.8)."""

@@ -17,9 +17,9 @@ from chute.parquetmeta import nullable_note
 from chute.schema import PROVENANCE_NAMES, Column, create_table_sql, describe, with_provenance
 from chute.scratch import scratch_file
 from chute.sniff import Head, refuse_binary
-from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets import Target
+from chute.targets.base import Target
+from chute.units import Unit
 
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats that describe themselves: reading their schema costs no row parsing."""

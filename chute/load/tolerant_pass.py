@@ -22,9 +22,9 @@ from chute.load.recovery import UNKNOWN_FIELD
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.sizing import Sizing
 from chute.load.tolerant import SKIP_ERRORS, ErrorFiles, kept_row_to_position, scratch_path
-from chute.sources import Unit
 from chute.sql import TableName, quote_str
 from chute.targets.staging import CommitCheck
+from chute.units import Unit
 
 
 class Unreconciled(Exception):

@@ -20,7 +20,7 @@ from chute.load.outcome import batch_label
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
 from chute.nullcheck import NullsInFile
-from chute.sources import Unit
+from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
 

@@ -67,12 +67,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from chute.engine import MEMORY, Engine, open_engine
+from chute.engine import Engine, shared_engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.formats import FileFormat
 from chute.schema import Column
-from chute.sources import SourceOptions, Unit
+from chute.sources.base import SourceBase, SourceOptions
 from chute.sql import quote_ident, quote_str
+from chute.units import Unit
 
 ROWS_PER_RANGE = 250_000
 """Rows per key range (a ledger unit: what a failure redoes). The loader writes up to 64 units in one
@@ -533,7 +534,7 @@ class DatabaseTable:
         return quote_str(self._zoned[value])
 
 
-class DatabaseSource:
+class DatabaseSource(SourceBase):
     """Tables of PostgreSQL or MySQL servers, read in key ranges by the engine."""
 
     def __init__(self, patterns: list[str], options: SourceOptions) -> None:
@@ -547,10 +548,8 @@ class DatabaseSource:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            from chute.engine import _engines
-
             # The target's engine (chDB holds one per process), else one in memory.
-            self._engine = next(iter(_engines.values()), None) or open_engine(MEMORY)
+            self._engine = shared_engine()
         return self._engine
 
     def units(self) -> list[Unit]:

@@ -9,51 +9,23 @@ import stat
 import tempfile
 
 from chute.errors import SourceError, UsageError
-from chute.formats import COMPRESSION_BY_EXTENSION, FORMAT_BY_EXTENSION, FileFormat, detect
+from chute.formats import FileFormat, detect
+from chute.manifest import manifest_columns
 from chute.schema import Column
-from chute.sources import Unit, provenance_by_path, table_function
+from chute.sources.base import ROW_NUMBER_FORMATS as ROW_NUMBER_FORMATS  # the loader imports it from here
+from chute.sources.base import (
+    EngineRowNumbers,
+    SourceBase,
+    expand_braces,
+    known_extension,
+    provenance_by_path,
+    table_function,
+)
 from chute.sources.ranges import SPLIT_FORMATS, range_url, split_points
 from chute.sql import quote_str
+from chute.units import Unit
 
 _GLOB_CHARS = set("*?[{")
-
-# Formats whose reader fills the `_row_number` virtual column; for the others
-# (Native, ORC, Arrow) rows are numbered by a single-threaded read.
-ROW_NUMBER_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Parquet", "Avro"})
-
-
-def expand_braces(pattern: str) -> list[str]:
-    """Expand `{a,b}` alternatives (nested allowed); Python's glob lacks them."""
-    depth = 0
-    start = -1
-    for i, ch in enumerate(pattern):
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                options, level, current = [], 0, ""
-                for c in pattern[start + 1 : i]:
-                    if c == "," and level == 0:
-                        options.append(current)
-                        current = ""
-                        continue
-                    level += c == "{"
-                    level -= c == "}"
-                    current += c
-                options.append(current)
-                head, tail = pattern[:start], pattern[i + 1 :]
-                return [x for opt in options for x in expand_braces(head + opt + tail)]
-    return [pattern]
-
-
-def _known_extension(name: str) -> bool:
-    parts = name.lower().split(".")[1:]
-    if parts and parts[-1] in COMPRESSION_BY_EXTENSION:
-        parts = parts[:-1]
-    return bool(parts) and parts[-1] in FORMAT_BY_EXTENSION
 
 
 class Skipped:
@@ -89,20 +61,7 @@ def _walk(directory: str, skipped: Skipped) -> list[str]:
     return found
 
 
-class EngineRowNumbers:
-    """Row numbers of units the engine reads as files: its `_row_number` where the format
-    fills it, else a count over the blocks, right only when one thread reads the unit."""
-
-    def row_number_expression(self, unit: Unit) -> str:
-        if unit.fmt.format in ROW_NUMBER_FORMATS:
-            return "_row_number + 1"
-        return "rowNumberInAllBlocks() + 1"
-
-    def needs_serial_read(self, unit: Unit) -> bool:
-        return unit.fmt.format not in ROW_NUMBER_FORMATS
-
-
-class FileSource(EngineRowNumbers):
+class FileSource(SourceBase, EngineRowNumbers):
     """Files on the local file system, read by the engine's file() function."""
 
     def __init__(
@@ -139,10 +98,10 @@ class FileSource(EngineRowNumbers):
             if os.path.isdir(pattern):
                 listed = _walk(pattern, skipped)
                 if not self.format_override:
-                    unknown = [p for p in listed if not _known_extension(p)]
+                    unknown = [p for p in listed if not known_extension(p)]
                     skipped.unknown += len(unknown)
                     skipped.example = skipped.example or (os.path.basename(unknown[0]) if unknown else "")
-                    listed = [p for p in listed if _known_extension(p)]
+                    listed = [p for p in listed if known_extension(p)]
                 paths.extend(listed)
             elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
                 matched = sorted(
@@ -215,8 +174,6 @@ class FileSource(EngineRowNumbers):
         )
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
-        from chute.export import manifest_columns
-
         directory = os.path.dirname(unit.source_name)
         if directory not in self._manifests:
             self._manifests[directory] = manifest_columns(directory)

@@ -27,9 +27,17 @@ from typing import TYPE_CHECKING
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.formats import detect
 from chute.schema import Column
-from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import EngineRowNumbers, _known_extension, expand_braces
+from chute.sources.base import (
+    EngineRowNumbers,
+    SourceBase,
+    common_directory,
+    expand_braces,
+    known_extension,
+    provenance_by_path,
+    table_function,
+)
 from chute.sql import quote_str
+from chute.units import Unit
 
 if TYPE_CHECKING:
     from chute.engine import Engine
@@ -62,7 +70,7 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-class HdfsSource(EngineRowNumbers):
+class HdfsSource(SourceBase, EngineRowNumbers):
     """Files on HDFS, one unit per file, listed and read by the engine's hdfs() function."""
 
     def __init__(
@@ -82,10 +90,10 @@ class HdfsSource(EngineRowNumbers):
 
     @property
     def engine(self) -> Engine:
-        from chute.engine import MEMORY, _engines, open_engine
+        from chute.engine import shared_engine
 
         # The target's engine (chDB holds one per process), else one in memory.
-        return next(iter(_engines.values()), None) or open_engine(MEMORY)
+        return shared_engine()
 
     # -- listing ------------------------------------------------------------
 
@@ -134,7 +142,7 @@ class HdfsSource(EngineRowNumbers):
             *dirs, name = rest.split("/")
             if any(d.startswith(".") for d in dirs) or name.startswith((".", "_")):
                 continue
-            if self.format_override or _known_extension(name):
+            if self.format_override or known_extension(name):
                 found.append((path, size, mtime))
         return found, is_file and not found
 

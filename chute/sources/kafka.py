@@ -74,9 +74,10 @@ from typing import Any
 from chute.errors import SourceError, UsageError
 from chute.formats import FileFormat
 from chute.schema import Column
-from chute.sources import SourceOptions, Unit
+from chute.sources.base import RowPositions, SourceBase, SourceOptions
 from chute.sources.ranges import FileSlice, Payload, blob_url, forget_url
 from chute.sql import quote_str
+from chute.units import Unit
 
 # Message format name -> engine format. Raw messages are read as escaped text
 # (CustomSeparated with its TSV-like defaults), so any byte survives.
@@ -638,7 +639,7 @@ def close_all() -> None:
 atexit.register(close_all)
 
 
-class KafkaSource:
+class KafkaSource(SourceBase, RowPositions):
     """Kafka topics as units of offsets; the engine reads each unit's messages from memory."""
 
     def __init__(self, patterns: list[str], options: SourceOptions) -> None:

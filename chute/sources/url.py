@@ -19,9 +19,7 @@ URLs, cannot carry them. A token in the query string is part of the URL's name.
 from __future__ import annotations
 
 import base64
-import email.utils
 import threading
-import time
 import urllib.parse
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -32,11 +30,19 @@ import httpx
 from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
 from chute.formats import detect
+from chute.remote.http import etag, http_client, http_date_ns, send_retrying
 from chute.schema import Column
-from chute.sources import Unit, common_directory, provenance_by_path, table_function
-from chute.sources.files import EngineRowNumbers, expand_braces
+from chute.sources.base import (
+    EngineRowNumbers,
+    ServerReadable,
+    SourceBase,
+    common_directory,
+    expand_braces,
+    provenance_by_path,
+    table_function,
+)
 from chute.sql import quote_str
-from chute.transport import http_client
+from chute.units import Unit
 
 PROBES = 16
 """HEAD requests in flight while planning."""
@@ -74,32 +80,12 @@ def _strip_credentials(url: str) -> tuple[str, str, str]:
     return clean, urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
 
 
-def _etag(value: str | None) -> str:
-    """An ETag without its quotes; a weak one keeps its W/ mark."""
-    if not value:
-        return ""
-    value = value.strip()
-    if value.startswith("W/"):
-        return "W/" + value[2:].strip('"')
-    return value.strip('"')
-
-
-def http_date_ns(text: str | None) -> int:
-    """Nanoseconds since the epoch from an HTTP date (Last-Modified), 0 when absent."""
-    if not text:
-        return 0
-    try:
-        return int(email.utils.parsedate_to_datetime(text).timestamp()) * 10**9
-    except (TypeError, ValueError):
-        return 0
-
-
 def _origin(url: str) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(url)
     return parts.scheme.lower(), parts.netloc.lower()
 
 
-class UrlSource(EngineRowNumbers):
+class UrlSource(SourceBase, EngineRowNumbers, ServerReadable):
     """Files on web servers, one unit per URL, read by the engine's url() function."""
 
     def __init__(
@@ -158,23 +144,18 @@ class UrlSource(EngineRowNumbers):
         headers = dict(extra or {})
         if target.authorization:
             headers["Authorization"] = target.authorization
-        for attempt in range(RETRIES):
-            try:
-                if method == "GET":  # a ranged probe: headers only, the body is not read
-                    with self._client().stream("GET", target.url, headers=headers) as response:
-                        return response
-                response = self._client().request(method, target.url, headers=headers)
-            except httpx.HTTPError as exc:
-                if attempt == RETRIES - 1:
-                    reason = str(exc) or type(exc).__name__
-                    raise SourceError(self.scrub(f"{target.name}: cannot reach the server: {reason}")) from None
-                time.sleep(0.2 * 2**attempt)
-                continue
-            if response.status_code >= 500 and attempt < RETRIES - 1:
-                time.sleep(0.2 * 2**attempt)
-                continue
-            return response
-        raise AssertionError("unreachable")
+
+        def once() -> httpx.Response:
+            if method == "GET":  # a ranged probe: headers only, the body is not read
+                with self._client().stream("GET", target.url, headers=headers) as response:
+                    return response
+            return self._client().request(method, target.url, headers=headers)
+
+        try:
+            return send_retrying(once, RETRIES)
+        except httpx.HTTPError as exc:
+            reason = str(exc) or type(exc).__name__
+            raise SourceError(self.scrub(f"{target.name}: cannot reach the server: {reason}")) from None
 
     def _probe(self, target: _Target) -> _Info:
         """Size, ETag and time of a URL, without reading its body."""
@@ -197,7 +178,7 @@ class UrlSource(EngineRowNumbers):
             raise SourceError(f"{target.name}: the server states no size (Content-Length); chute cannot track it")
         return _Info(
             int(length),
-            _etag(response.headers.get("etag")),
+            etag(response.headers.get("etag")),
             http_date_ns(response.headers.get("last-modified")),
             str(response.url) if response.history else target.url,
         )

@@ -16,9 +16,9 @@ from chute.engine import Engine, Settings, StatementResult, open_engine
 from chute.errors import UsageError
 from chute.formats import FileFormat
 from chute.schema import Column, table_columns
-from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
+from chute.units import Unit
 
 
 class EmbeddedTarget:
@@ -39,6 +39,10 @@ class EmbeddedTarget:
     @property
     def display_name(self) -> str:
         return self.path
+
+    @property
+    def is_server(self) -> bool:
+        return False
 
     @property
     def engine(self) -> Engine:

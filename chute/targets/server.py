@@ -17,15 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from chute.capabilities import Capabilities
-from chute.engine import MEMORY, Engine, Settings, StatementResult, open_engine
+from chute.engine import Engine, Settings, StatementResult, shared_engine
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError
 from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
+from chute.remote.http import retry
 from chute.schema import Column, table_columns
-from chute.sources import Unit
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
+from chute.units import Unit
 
 # Formats a server of any version parses from a raw HTTP body (the pass-through method).
 PASS_THROUGH_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Native"})
@@ -81,16 +82,12 @@ _IDEMPOTENT = re.compile(
 
 def _retrying(call: Callable[[], _T]) -> _T:
     """`call` again after transient failures (connection lost, timeout, server busy), with backoff."""
-    for attempt in range(RETRIES + 1):
-        try:
-            return call()
-        except CommitUncertain:
-            raise
-        except TransientTargetError:
-            if attempt == RETRIES:
-                raise
-            time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise AssertionError("unreachable")
+    return retry(
+        lambda _: call(),
+        RETRIES + 1,
+        BACKOFF_SECONDS,
+        lambda exc: isinstance(exc, TransientTargetError) and not isinstance(exc, CommitUncertain),
+    )
 
 
 def _listing_race(sql: str, exc: TargetError) -> bool:
@@ -132,12 +129,14 @@ class ServerTarget:
         return self.address.display
 
     @property
+    def is_server(self) -> bool:
+        return True
+
+    @property
     def engine(self) -> Engine:
         if self._engine is None:
-            from chute.engine import _engines
-
             # Reuse a directory engine this process already has; chDB holds one.
-            self._engine = next(iter(_engines.values()), None) or open_engine(MEMORY)
+            self._engine = shared_engine()
         return self._engine
 
     @property
@@ -168,14 +167,12 @@ class ServerTarget:
         return _retrying(lambda: self._rows(sql, settings, context))
 
     def _rows(self, sql: str, settings: Settings | None, context: str) -> list[dict[str, Any]]:
-        for attempt in range(SYSTEM_READ_ATTEMPTS):
-            try:
-                return self.client.rows(sql, settings, context)
-            except TargetError as exc:
-                if attempt == SYSTEM_READ_ATTEMPTS - 1 or not _listing_race(sql, exc):
-                    raise
-                time.sleep(0.02 * 2**attempt)
-        raise AssertionError("unreachable")
+        return retry(
+            lambda _: self.client.rows(sql, settings, context),
+            SYSTEM_READ_ATTEMPTS,
+            0.02,
+            lambda exc: isinstance(exc, TargetError) and _listing_race(sql, exc),
+        )
 
     def text(self, sql: str, fmt: str, context: str = "") -> str:
         return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)

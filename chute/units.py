@@ -1,0 +1,38 @@
+"""A unit of work: what the ledger records, a source names and a target loads.
+
+Core: it imports nothing of chute's but the file format it is read in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chute.formats import FileFormat
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: a file today; a byte range, key range or offsets later."""
+
+    key: str  # stable name of the unit (the absolute path for files, the URL of an object)
+    size: int
+    mtime_ns: int
+    fmt: FileFormat
+    etag: str = ""  # an object store's version of the object, where it has one
+    origin: str = ""  # for a byte range of a big file: the file (what `_source` names)
+    start: int = 0  # the byte range [start, end) of `origin`
+    end: int = 0
+
+    @property
+    def source_name(self) -> str:
+        """What `_source` holds for this unit's rows: the file, also for its ranges."""
+        return self.origin or self.key
+
+    @property
+    def is_range(self) -> bool:
+        return bool(self.origin)
+
+    @property
+    def identity(self) -> str:
+        """What must stay equal for the unit to count as unchanged."""
+        return f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"

@@ -1,0 +1,331 @@
+"""Every row and every value honest (issue #25): files that are odd in one way or another
+load what they hold, or fail alone with a one-line reason; checked on both targets."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.design import design_sources
+from chute.engine import open_engine
+from chute.errors import SourceError
+
+from ..harness.data import write_with_engine
+from .test_server import server_query
+
+PROVENANCE = ("_source", "_source_mtime", "_source_row", "_load_id")
+
+
+@pytest.fixture(params=["embedded", "server"])
+def dest(request: pytest.FixtureRequest, target: str) -> str:
+    """The load's target: the embedded directory, or a fresh database on the 18.16 server."""
+    if request.param == "server":
+        return str(request.getfixturevalue("server_url"))
+    return target
+
+
+def rows(dest: str, sql: str) -> list[list[str]]:
+    """The result of `sql` on the target, as TSV fields."""
+    remote = "://" in dest
+    text = server_query(dest, sql + " FORMAT TSVRaw") if remote else open_engine(dest).text(sql, "TSVRaw")
+    return [line.split("\t") for line in text.splitlines() if line]
+
+
+def columns(dest: str, table: str = "t") -> list[tuple[str, str]]:
+    found = rows(
+        dest,
+        f"SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = '{table}'",
+    )
+    return [(name, type_) for name, type_ in found if name not in PROVENANCE]
+
+
+def outcome(report: chute.LoadReport) -> dict[str, tuple[str, int]]:
+    return {os.path.basename(f.source): (f.state, f.rows_loaded) for f in report.files}
+
+
+# -- 1. text that is not UTF-8, files that are not text -----------------------------------
+
+
+def test_csv_not_utf8_loads_its_bytes(tmp_path: Path, dest: str) -> None:
+    data = {"a.csv": b"3,caf\xe9\n4,ok\n", "b.csv": b"1,x\n2,y\n"}
+    for name, content in data.items():
+        (tmp_path / name).write_bytes(content)
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert report.ok, report.files
+    expected = sorted(
+        [f.split(b",")[0].decode(), f.split(b",")[1].hex().upper()]
+        for content in data.values()
+        for f in content.splitlines()
+    )
+    assert sorted(rows(dest, "SELECT toString(c1), hex(c2) FROM t")) == expected
+
+
+def test_binary_files_named_as_text_fail_alone(tmp_path: Path, dest: str, engine) -> None:  # type: ignore[no-untyped-def]
+    for sub, ext, good in (("csv", "csv", "1,x\n2,y\n"), ("json", "jsonl", '{"c1":1,"c2":"x"}\n{"c1":2,"c2":"y"}\n')):
+        (tmp_path / sub).mkdir()
+        write_with_engine(engine, tmp_path / sub / f"p.{ext}", "Parquet", "SELECT number AS c1 FROM numbers(5)")
+        (tmp_path / sub / f"b.{ext}").write_text(good)
+        (tmp_path / sub / f"z.{ext}").write_bytes(b"\x1f\x8b\x08\x00compressed, not named .gz")
+    engine.close()
+    for sub in ("csv", "json"):
+        report = chute.load([str(tmp_path / sub)], table=f"t_{sub}", target=dest)
+        by_name = {os.path.basename(f.source): f for f in report.files}
+        ext = "csv" if sub == "csv" else "jsonl"
+        assert (by_name[f"b.{ext}"].state, by_name[f"b.{ext}"].rows_loaded) == ("loaded", 2)
+        for bad, kind in ((f"p.{ext}", "Parquet"), (f"z.{ext}", "gzip")):
+            assert by_name[bad].state == "failed", by_name[bad]
+            assert kind in by_name[bad].error and "\n" not in by_name[bad].error
+        assert rows(dest, f"SELECT count() FROM t_{sub}") == [["2"]]
+
+
+# -- 2. one file, one identity ---------------------------------------------------------------
+
+
+def test_same_file_through_a_symlink_loads_once(tmp_path: Path, dest: str) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "sub" / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    assert chute.load([str(tmp_path / "d" / "sub" / "a.jsonl")], table="t", target=dest).rows_loaded == 2
+    again = chute.load([str(tmp_path / "link" / "sub" / "a.jsonl")], table="t", target=dest)
+    assert again.ok and again.rows_loaded == 0 and again.files_skipped == 1
+    # A hard link is the same file too (same device and inode): once per run.
+    os.link(tmp_path / "d" / "sub" / "a.jsonl", tmp_path / "d" / "hard.jsonl")
+    both = chute.load([str(tmp_path / "d")], table="u", target=dest)
+    assert both.rows_loaded == 2 and any("same file" in n for n in both.notes)
+    assert rows(dest, "SELECT count(), sum(x) FROM t") == [["2", "3"]]
+    assert rows(dest, "SELECT count(), sum(x) FROM u") == [["2", "3"]]
+
+
+def test_files_loaded_by_their_unresolved_path_stay_loaded(
+    tmp_path: Path, dest: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ledger rows written before paths were resolved keep naming their files: no second copy."""
+    import chute.sources.files
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.jsonl").write_text('{"x": 1}\n')
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    with monkeypatch.context() as m:  # as chute did before: the path as given
+        m.setattr(chute.sources.files.os.path, "realpath", os.path.abspath)
+        assert chute.load([str(tmp_path / "link")], table="t", target=dest).rows_loaded == 1
+    again = chute.load([str(tmp_path / "link")], table="t", target=dest)
+    assert again.rows_loaded == 0 and again.files_skipped == 1
+    assert rows(dest, "SELECT _source, count() FROM t GROUP BY _source") == [[str(tmp_path / "link" / "a.jsonl"), "1"]]
+
+
+# -- 3. header-only CSV, glob characters in names ------------------------------------------
+
+
+def test_header_only_csv_makes_the_columns_and_no_rows(tmp_path: Path, dest: str) -> None:
+    (tmp_path / "h.csv").write_text("id,name\n")
+    report = chute.load([str(tmp_path / "h.csv")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 0
+    assert [n for n, _ in columns(dest)] == ["id", "name"]
+    assert any("column names" in n for n in report.notes)
+    assert rows(dest, "SELECT count() FROM t") == [["0"]]
+    # Then a file with data goes into those columns.
+    (tmp_path / "d.csv").write_text("id,name\n7,x\n")
+    assert chute.load([str(tmp_path / "d.csv")], table="t", target=dest).rows_loaded == 1
+    assert rows(dest, "SELECT id, name FROM t") == [["7", "x"]]
+
+
+def test_file_names_with_glob_characters_load(tmp_path: Path, dest: str) -> None:
+    names = ["a[1].csv", "b*x?.csv", "c{d,e}.csv", 'it\'s `q` "ok".csv', "plain.csv"]
+    for i, name in enumerate(names):
+        (tmp_path / name).write_text(f"id,name\n{i},n{i}\n")
+    (tmp_path / "bad[2].csv").write_text("id,name\nnot a number,x\n9,n9\n")
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert all(f.state == "loaded" for f in report.files), report.files
+    expected = sorted([str(tmp_path / n), str(i), f"n{i}", "1"] for i, n in enumerate(names))
+    expected.append([str(tmp_path / "bad[2].csv"), "9", "n9", "2"])
+    got = rows(dest, "SELECT _source, id, name, _source_row FROM t ORDER BY _source")
+    assert sorted(got) == sorted(expected)
+    assert outcome(report)["bad[2].csv"] == ("loaded", 1)
+
+
+def test_json_lines_numbered_by_line_with_blank_lines(tmp_path: Path, dest: str) -> None:
+    lines = ['{"id": 1}', "", '{"id": 2}', "  ", '{"id": "x"}', '{"id": 4}', "", '{"id": 5}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "first.jsonl").write_text('{"id": 0}\n')  # makes the table: id Int64
+    assert chute.load([str(tmp_path / "first.jsonl")], table="t", target=dest).ok
+    report = chute.load([str(tmp_path / "a.jsonl")], table="t", target=dest)
+    assert report.rows_loaded == 4 and report.rows_rejected == 1
+    good = [[str(json.loads(t)["id"]), str(n)] for n, t in enumerate(lines, 1) if t.strip() and '"x"' not in t]
+    assert rows(dest, "SELECT id, _source_row FROM t WHERE id > 0 ORDER BY id") == good
+    bad = [str(n) for n, t in enumerate(lines, 1) if '"x"' in t]
+    assert rows(dest, "SELECT _source_row, raw FROM t_rejects") == [[bad[0], lines[4]]]
+
+
+# -- 4. delimiters ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delimiter", [";", "|", "\t"])
+def test_delimiter_found_in_the_first_lines(tmp_path: Path, dest: str, delimiter: str) -> None:
+    table = [["id", "name", "amount"], ["1", "x,y", "2.5"], ["2", '"q;r"', "3"]]
+    (tmp_path / "a.csv").write_text("\n".join(delimiter.join(r) for r in table) + "\n")
+    if delimiter == "\t":  # the engine reads no CSV with tabs: say how to load it
+        with pytest.raises(SourceError, match="--format tsv"):
+            chute.load([str(tmp_path / "a.csv")], table="t", target=dest)
+        return
+    report = chute.load([str(tmp_path / "a.csv")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2
+    assert [n for n, _ in columns(dest)] == table[0]
+    got = rows(dest, "SELECT toString(id), name, toString(amount) FROM t ORDER BY id")
+    assert got == [["1", "x,y", "2.5"], ["2", "q;r", "3"]]
+    assert any(repr(delimiter) in n for n in report.notes)
+
+
+def test_commas_stay_and_an_odd_file_fails_alone(tmp_path: Path, dest: str) -> None:
+    (tmp_path / "a.csv").write_text('id,note\n1,"a;b;c"\n2,"d;e;f"\n')
+    (tmp_path / "b.csv").write_text("id;note\n3;g\n")
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert outcome(report)["a.csv"] == ("loaded", 2)
+    assert outcome(report)["b.csv"][0] == "failed"
+    assert "';'" in next(f.error for f in report.files if f.source.endswith("b.csv"))
+    assert rows(dest, "SELECT id, note FROM t ORDER BY id") == [["1", "a;b;c"], ["2", "d;e;f"]]
+    # --delimiter overrides what the first lines show.
+    forced = chute.load([str(tmp_path / "b.csv")], table="u", target=dest, options=chute.LoadOptions(delimiter=","))
+    assert forced.ok and [n for n, _ in columns(dest, "u")] == ["c1"]
+
+
+def test_design_finds_the_delimiter(tmp_path: Path, target: str) -> None:
+    (tmp_path / "a.csv").write_text("id;name\n" + "".join(f"{i};n{i}\n" for i in range(50)))
+    proposal = design_sources([str(tmp_path / "a.csv")], "t", target=target, time_budget_s=20)
+    assert "`id` UInt8" in proposal.ddl and "`name`" in proposal.ddl and "c1" not in proposal.ddl
+    assert any("';'" in n for n in proposal.notes)
+    # load --design auto measures with the delimiter found too
+    report = chute.load([str(tmp_path / "a.csv")], table="t", target=target, options=chute.LoadOptions(design="auto"))
+    assert report.ok and report.rows_loaded == 50
+    assert [n for n, _ in columns(target)] == ["id", "name"]
+    assert rows(target, "SELECT sum(id), countIf(name = concat('n', toString(id))) FROM t") == [["1225", "50"]]
+
+
+# -- 5. types an old server lacks ----------------------------------------------------------
+
+
+def test_nested_json_into_the_18_16_server(tmp_path: Path, server_url: str) -> None:
+    records = [
+        {"id": 1, "o": {"qty": 2, "sku": "a"}, "arr": [{"qty": 1, "sku": "b"}, {"qty": 3, "sku": "c"}]},
+        {"id": 2, "o": {"qty": 5, "sku": "d'x"}, "arr": []},
+    ]
+    (tmp_path / "n.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    expected = [[str(r["id"]), str(r["o"]["qty"]), r["o"]["sku"]] for r in records]  # type: ignore[index]
+    report = chute.load([str(tmp_path / "n.jsonl")], table="t", target=server_url)
+    assert report.ok, report.files
+    assert report.rows_loaded == 2
+    assert any("column arr" in n and "String" in n for n in report.notes)
+    types = dict(columns(server_url))
+    assert "Tuple" not in types["arr"]
+    assert rows(server_url, "SELECT id, tupleElement(o, 1), tupleElement(o, 2) FROM t ORDER BY id") == expected
+    arrays = [json.loads(a) for [a] in rows(server_url, "SELECT arr FROM t ORDER BY id")]
+    assert arrays == [r["arr"] for r in records]
+
+
+DATES = ("1970-01-01", "2020-02-29", "2149-06-06")
+
+
+def test_parquet_dates_into_the_18_16_server(tmp_path: Path, server_url: str, engine) -> None:  # type: ignore[no-untyped-def]
+    dates = "[" + ", ".join(f"'{d}'" for d in DATES) + "]"
+    write_with_engine(
+        engine,
+        tmp_path / "a.parquet",
+        "Parquet",
+        f"SELECT number AS id, toDate32({dates}[number + 1]) AS d FROM numbers(3)",
+    )
+    (tmp_path / "late").mkdir()
+    write_with_engine(
+        engine,
+        tmp_path / "late" / "b.parquet",
+        "Parquet",
+        "SELECT number AS id, toDate32(['2020-01-01', '1969-12-31', '2200-01-01'][number + 1]) AS d FROM numbers(3)",
+    )
+    assert [r["type"] for r in engine.rows(f"DESCRIBE file('{tmp_path}/a.parquet')")] == ["UInt64", "Date32"]
+    engine.close()
+    report = chute.load([str(tmp_path / "a.parquet")], table="t", target=server_url)
+    assert report.ok, report.files
+    assert dict(columns(server_url))["d"] == "Date"
+    assert any("Date32" in n for n in report.notes)
+    # Day numbers: 18.16 stores 2149-06-06 (day 65535) but prints dates past 2105 wrong.
+    days = [(datetime.date.fromisoformat(d) - datetime.date(1970, 1, 1)).days for d in DATES]
+    assert rows(server_url, "SELECT id, toUInt16(d) FROM t ORDER BY id") == [
+        [str(i), str(n)] for i, n in enumerate(days)
+    ]
+    late = chute.load([str(tmp_path / "late" / "b.parquet")], table="t", target=server_url)
+    assert late.files[0].state == "failed" and "Date" in late.files[0].error
+    assert rows(server_url, "SELECT count() FROM t") == [["3"]]  # nothing clamped in
+
+
+# -- 6. Parquet nullability ------------------------------------------------------------------
+
+
+def test_parquet_required_columns_are_not_nullable(tmp_path: Path, dest: str) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("xs", pa.list_(pa.field("item", pa.int32(), nullable=False)), nullable=False),
+            pa.field("s", pa.string()),
+        ]
+    )
+    data = {"id": [1, 2, 3], "xs": [[1, 2], [3], []], "s": ["a", None, "c"]}
+    pq.write_table(pa.table(data, schema=schema), tmp_path / "r.parquet")
+    report = chute.load([str(tmp_path / "r.parquet")], table="t", target=dest)
+    assert report.ok, report.files
+    assert columns(dest) == [("id", "Int64"), ("xs", "Array(Int32)"), ("s", "Nullable(String)")]
+    expected = [[str(i), str(sum(x)), s or "(null)"] for i, x, s in zip(*data.values(), strict=True)]
+    assert rows(dest, "SELECT id, arraySum(xs), ifNull(s, '(null)') FROM t ORDER BY id") == expected
+
+
+# -- the sniffer alone ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("a,b,c\n1,2,3\n", ","),
+        ("a;b\n1;2,5\n3;4,75\n", ";"),  # decimal commas: ';' splits every line alike
+        ('id,note\n1,"x;y"\n2,"p;q;r"\n', ","),  # semicolons inside quotes do not count
+        ('id|note\n1|"two\nlines"\n2|x\n', "|"),  # a quoted field over two lines is one record
+        ("a\tb\n1\t2\n", "\t"),
+        ("just one column\nvalue\n", None),
+        ("a,b\n1,2,3\n", None),  # ragged: nothing splits alike
+    ],
+)
+def test_sniffed_delimiter(text: str, expected: str | None) -> None:
+    from chute.sniff import Head
+
+    assert Head([line.encode() for line in text.splitlines()]).delimiter() == expected
+
+
+def test_not_text_and_header_only() -> None:
+    from chute.sniff import Head
+
+    assert Head([b"PAR1\x15\x04"]).not_text() == "a Parquet file"
+    assert Head(["a,b".encode("utf-16-le")]).not_text() is not None
+    assert Head([b"3,caf\xe9"]).not_text() is None
+    assert Head([b"id,name"]).names_only(",") == ["id", "name"]
+    assert Head([b'"id" , "name"', b""]).names_only(",") == ["id", "name"]
+    assert Head([b"1,2"]).names_only(",") is None  # numbers are data
+    assert Head([b"2026-01-01,x"]).names_only(",") is None
+    assert Head([b"a,a"]).names_only(",") is None  # names are distinct
+    assert Head([b"id,name", b"1,x"]).names_only(",") is None
+
+
+def test_parquet_optional_columns_without_nulls_get_a_note(tmp_path: Path, dest: str) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    # pyarrow's default: every field optional, whatever it holds
+    table = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array(["a", None, "c"])})
+    pq.write_table(table, tmp_path / "o.parquet", row_group_size=2)
+    report = chute.load([str(tmp_path / "o.parquet")], table="t", target=dest)
+    assert report.ok, report.files
+    assert columns(dest) == [("id", "Nullable(Int64)"), ("s", "Nullable(String)")]  # the file's own schema
+    [note] = [n for n in report.notes if "optional" in n]
+    assert note.startswith("columns id: Nullable")  # s holds a NULL: not named
+    assert rows(dest, "SELECT id, ifNull(s, '(null)') FROM t ORDER BY id") == [["1", "a"], ["2", "(null)"], ["3", "c"]]

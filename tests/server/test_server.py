@@ -1,0 +1,478 @@
+"""The server target against the real Debian clickhouse-server (18.16) on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.engine import open_engine
+from chute.errors import TargetError
+from chute.targets.server import conversion_settings
+from chute.targets.staging import PART_WRITER_SETTINGS
+
+from ..harness.data import UNSORTED, write_with_engine
+from ..harness.servers import TEST_PASSWORD, TEST_USER, ClickHouseServer, server_query
+
+FORMATS = [
+    ("JSONEachRow", "json.gz", "gzip"),
+    ("CSVWithNames", "csv.zst", "zstd"),
+    ("TSVWithNames", "tsv", None),
+    ("Parquet", "parquet", None),
+    ("Native", "native.gz", "gzip"),
+    ("ORC", "orc", None),
+    ("Avro", "avro", None),
+    ("Arrow", "arrow", None),
+]
+ROWS = (
+    "SELECT number AS id, concat('name_', toString(number)) AS name, number * 1.5 AS score, "
+    "toDateTime('2026-01-01 00:00:00', 'UTC') + number AS at FROM numbers(2000)"
+)
+
+
+@pytest.mark.parametrize("fmt,ext,compression", FORMATS, ids=[f[1] for f in FORMATS])
+def test_every_format_into_the_server(
+    tmp_path: Path, target: str, server_url: str, fmt: str, ext: str, compression: str | None
+) -> None:
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / f"data.{ext}", fmt, ROWS, compression)
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.ok, report.files
+    assert report.rows_loaded == 2000 and report.table_rows == 2000
+    assert report.bytes_sent > 0
+    got = server_query(
+        server_url,
+        "SELECT sum(id), uniqExact(name), sum(score), toUnixTimestamp(toDateTime(min(at))), "
+        "countIf(_source_row = id + 1) FROM t FORMAT TSV",
+    ).split("\t")
+    assert got[0] == str(sum(range(2000))) and got[1] == "2000"
+    assert float(got[2]) == pytest.approx(sum(i * 1.5 for i in range(2000)))
+    assert got[3] == "1767225600" and got[4].strip() == "2000"
+
+
+def test_provenance_rerun_and_delta(tmp_path: Path, target: str, server_url: str) -> None:
+    engine = open_engine(target)
+    for i in range(3):
+        p = write_with_engine(
+            engine,
+            tmp_path / f"f{i}.json.gz",
+            "JSONEachRow",
+            f"SELECT number AS id FROM numbers({i * 100}, 100)",
+            "gzip",
+        )
+        os.utime(p, (1_760_000_000 + i, 1_760_000_000 + i))
+    first = chute.load([str(tmp_path)], table="events", target=server_url)
+    assert first.rows_loaded == 300 and first.files_loaded == 3
+    rows = (
+        server_query(
+            server_url,
+            "SELECT _source, toUnixTimestamp(any(_source_mtime)), min(_source_row), max(_source_row), "
+            "any(_load_id), count() FROM events GROUP BY _source ORDER BY _source FORMAT TSV",
+        )
+        .strip()
+        .splitlines()
+    )
+    assert rows[0].split("\t") == [str(tmp_path / "f0.json.gz"), "1760000000", "1", "100", first.load_id, "100"]
+    again = chute.load([str(tmp_path)], table="events", target=server_url)
+    assert again.rows_loaded == 0 and again.files_skipped == 3
+    write_with_engine(
+        engine, tmp_path / "f3.json.gz", "JSONEachRow", "SELECT number AS id FROM numbers(300, 50)", "gzip"
+    )
+    delta = chute.load([str(tmp_path)], table="events", target=server_url)
+    assert delta.files_loaded == 1 and delta.rows_loaded == 50
+    assert server_query(server_url, "SELECT count(), uniqExact(id) FROM events FORMAT TSV").split() == ["350", "350"]
+    status = chute.status("events", server_url)
+    assert len(status) == 4 and {r["state"] for r in status} == {"done"}
+
+
+def test_changed_file_reload_on_the_server(tmp_path: Path, target: str, server_url: str) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text("".join(f'{{"id": {i}}}\n' for i in range(10)))
+    chute.load([str(path)], table="t", target=server_url)
+    path.write_text("".join(f'{{"id": {i}}}\n' for i in range(15)))
+    os.utime(path, (1_900_000_000, 1_900_000_000))
+    report = chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(on_change="reload"))
+    assert report.rows_loaded == 15
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "15"
+
+
+def test_bad_rows_go_to_the_rejects_table_on_the_server(tmp_path: Path, server_url: str) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text('{"id": 1}\n{"id": "x"}\n{"id": 3\n{"id": 4}\n')
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt32, _source String, _source_mtime DateTime, _source_row UInt64, _load_id String) "
+        "ENGINE = MergeTree ORDER BY id",
+    )
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.rows_loaded == 2 and report.rows_rejected == 2
+    rows = server_query(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row FORMAT TSV")
+    lines = rows.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["2", "3"]
+    assert "invalid JSON" in lines[1]
+    assert (
+        server_query(server_url, "SELECT groupArray(id) FROM (SELECT id FROM t ORDER BY id) FORMAT TSV").strip()
+        == "[1,4]"
+    )
+
+
+def test_wrong_password_and_unknown_host_are_one_line(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
+    bad = clickhouse_server.url.replace("http://", f"http://{TEST_USER}:not-{TEST_PASSWORD}@")
+    proc = run_cli("load", str(tmp_path / "a.jsonl"), "-t", "t", "--target", bad)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().count("\n") == 0 and "Wrong password" in proc.stderr
+    assert TEST_PASSWORD not in proc.stderr + proc.stdout
+    proc = run_cli("load", str(tmp_path / "a.jsonl"), "-t", "t", "--target", "http://no-such-host.invalid:8123")
+    assert proc.returncode != 0 and proc.stderr.strip().count("\n") == 0 and "cannot reach" in proc.stderr
+
+
+def test_password_never_printed(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    (tmp_path / "a.jsonl").write_text('{"a": 1}\n{"a": "text"}\n')
+    (tmp_path / "b.jsonl").write_text('{"a": 2}\n')
+    pw_file = tmp_path / "pw"
+    pw_file.write_text(TEST_PASSWORD + "\n")
+    url = clickhouse_server.url.replace("http://", f"http://{TEST_USER}@")
+    outputs = []
+    for args in (
+        ("load", str(tmp_path / "b.jsonl"), "-t", "pw_t", "--target", url, "--password-file", str(pw_file), "--json"),
+        ("load", str(tmp_path / "a.jsonl"), "-t", "pw_t", "--target", url, "--password-file", str(pw_file)),
+        ("status", "--target", url.replace("@", f":{TEST_PASSWORD}@")),
+        ("query", "SELECT * FROM nowhere", "--target", url.replace("@", f":{TEST_PASSWORD}@")),
+        ("--debug", "query", "SELECT * FROM nowhere", "--target", url.replace("@", f":{TEST_PASSWORD}@")),
+    ):
+        proc = run_cli(*args)
+        outputs.append(proc.stdout + proc.stderr)
+    assert json.loads(outputs[0].split("\n", 0)[0])["rows_loaded"] == 1
+    joined = "\n".join(outputs)
+    assert "pw_t_rejects" in joined and "nowhere" in joined
+    assert TEST_PASSWORD not in joined
+    env = {
+        "CLICKHOUSE_HOST": "127.0.0.1",
+        "CLICKHOUSE_PORT": str(clickhouse_server.http_port),
+        "CLICKHOUSE_USER": TEST_USER,
+        "CLICKHOUSE_PASSWORD": TEST_PASSWORD,
+    }
+    env_proc = run_cli("query", "SELECT 42", env=env)
+    assert env_proc.returncode == 0 and env_proc.stdout.strip() == "42"
+    env_proc = run_cli("query", "SELECT 42", env={**env, "CLICKHOUSE_PASSWORD": "wrong-" + TEST_PASSWORD})
+    assert env_proc.returncode == 1 and "Wrong password for user chute_test" in env_proc.stderr
+    assert TEST_PASSWORD not in env_proc.stderr
+
+
+def test_terminal_errors_keep_the_server_code(tmp_path: Path, server_url: str) -> None:
+    with pytest.raises(TargetError) as info:
+        chute.query("SELECT * FROM no_such_table", target=server_url)
+    assert info.value.code == 60
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "chute.cli", *args], capture_output=True, text=True, timeout=300, env=full_env
+    )
+
+
+def _make_files(directory: Path, files: int, rows: int) -> None:
+    code = (
+        "import sys; from pathlib import Path; from tests.harness.data import write_with_engine; "
+        "from chute.engine import open_engine; import os; "
+        "d = Path(sys.argv[1]); d.mkdir(); e = open_engine(str(d) + '.gen'); "
+        f"[write_with_engine(e, d / f'p{{i:03d}}.json.gz', 'JSONEachRow', "
+        f"f'SELECT number AS id, toString(number) AS s FROM numbers({{i * {rows}}}, {rows})', 'gzip') "
+        f"for i in range({files})]; "
+        f"[os.utime(d / f'p{{i:03d}}.json.gz', (1_750_000_000 + i,) * 2) for i in range({files})]"
+    )
+    subprocess.run([sys.executable, "-c", code, str(directory)], check=True, cwd=Path(__file__).parents[2])
+
+
+def _load_command(data: Path, url: str) -> list[str]:
+    """`chute load` in small batches (many commit points for a kill to land between)."""
+    return [
+        sys.executable,
+        "-m",
+        "chute.cli",
+        "load",
+        str(data),
+        "-t",
+        "t",
+        "--target",
+        url,
+        "--batch-mb",
+        "1",
+        "--quiet",
+    ]
+
+
+def _checksum(url: str) -> tuple[str, ...]:
+    sql = "SELECT count(), sum(cityHash64(id, s, _source, _source_row, _source_mtime)) FROM t FORMAT TSV"
+    try:
+        return tuple(server_query(url, sql).split())
+    except Exception:
+        return ("0", "0")
+
+
+def _wait_for_done_units(url: str, units: int, proc: subprocess.Popen[bytes], limit: float) -> None:
+    """Until the ledger holds `units` done rows (or the process ended, or `limit` seconds)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            done = int(server_query(url, "SELECT countIf(state = 'done') FROM _chute_ledger FORMAT TSV").strip() or 0)
+        except Exception:
+            done = 0
+        if done >= units:
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_sigkill_of_chute_then_rerun_gives_the_same_table(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    data = tmp_path / "data"
+    _make_files(data, files=60, rows=40_000)
+    base = clickhouse_server.url
+
+    def fresh(name: str) -> str:
+        clickhouse_server.query(f"CREATE DATABASE {name}")
+        return f"{base}/{name}"
+
+    def cmd(url: str) -> list[str]:
+        return _load_command(data, url)
+
+    suffix = str(int(time.time() * 1000))[-8:]
+    clean = fresh(f"clean_{suffix}")
+    t0 = time.monotonic()
+    subprocess.run(cmd(clean), check=True)
+    full = time.monotonic() - t0
+    expected = _checksum(clean)
+    assert expected[0] == str(60 * 40_000)
+    rng = random.Random(4)
+    partial = 0
+    for trial in range(6):
+        url = fresh(f"trial{trial}_{suffix}")
+        proc = subprocess.Popen(cmd(url))
+        # Kill it mid-load, not by luck: once the ledger shows some units done (a different
+        # number each trial), and at a random moment of the batch after them.
+        _wait_for_done_units(url, rng.randint(1, 8), proc, full * 3)
+        time.sleep(rng.uniform(0, 0.3))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial += 0 < int(_checksum(url)[0]) < 60 * 40_000
+        subprocess.run(cmd(url), check=True)
+        assert _checksum(url) == expected, f"trial {trial}"
+    assert partial >= 4, partial
+
+
+@pytest.mark.slow
+def test_server_killed_and_restarted_mid_load(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _make_files(data, files=60, rows=40_000)
+    server = ClickHouseServer.create(tmp_path / "server").start()
+    try:
+        server.query("CREATE DATABASE r")
+        url = f"{server.url}/r"
+        cmd = _load_command(data, url)
+        t0 = time.monotonic()
+        subprocess.run(cmd, check=True)
+        full = time.monotonic() - t0
+        expected = _checksum(url)
+        server.query("DROP DATABASE r")
+        server.query("CREATE DATABASE r")
+        rng = random.Random(7)
+        for trial in range(5):
+            server.query("DROP TABLE IF EXISTS r.t")
+            server.query("DROP TABLE IF EXISTS r._chute_ledger")
+            proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+            time.sleep(rng.uniform(0.1, full * 0.9))
+            server.kill()
+            time.sleep(rng.uniform(0.0, 1.0))
+            server.start()
+            _, err = proc.communicate(timeout=300)
+            # Either chute rode out the restart with its retries, or it stopped with one line.
+            if proc.returncode != 0:
+                assert err.strip().count("\n") == 0, err
+            subprocess.run(cmd, check=True)
+            assert _checksum(url) == expected, f"trial {trial}"
+    finally:
+        server.remove()
+
+
+def test_pass_through_without_provenance(tmp_path: Path, target: str, server_url: str) -> None:
+    engine = open_engine(target)
+    for i in range(4):
+        write_with_engine(
+            engine,
+            tmp_path / f"p{i}.json.gz",
+            "JSONEachRow",
+            f"SELECT number AS id, toString(number) AS s FROM numbers({i * 1000}, 1000)",
+            "gzip",
+        )
+    bad = tmp_path / "q_bad.jsonl"
+    bad.write_text('{"id": 9000, "s": "ok"}\n{"id": "oops", "s": "bad"}\n')
+    opts = chute.LoadOptions(provenance=False, method="pass-through")
+    report = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
+    sizes = sum(p.stat().st_size for p in tmp_path.glob("*.json*"))
+    # The files travelled as they are (the careful pass re-sends the bad one as Native).
+    assert report.bytes_sent >= sizes - bad.stat().st_size
+    assert report.rows_loaded == 4001 and report.rows_rejected == 1
+    assert server_query(server_url, "SELECT count(), uniqExact(id) FROM raw FORMAT TSV").split() == ["4001", "4001"]
+    with pytest.raises(chute.UsageError, match="pass-through"):
+        chute.load([str(tmp_path)], table="prov", target=server_url, options=chute.LoadOptions(method="pass-through"))
+    again = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
+    assert again.rows_loaded == 0
+
+
+def test_failure_after_moving_rows_in_is_not_retried(tmp_path: Path, server_url: str) -> None:
+    """The server gone right after ATTACH (the stage's DROP fails): the write succeeded and
+    must not be retried whole, or its rows would be in twice (seen once in the restart test)."""
+    from chute.errors import TransientTargetError
+    from chute.targets.server import ServerTarget
+
+    (tmp_path / "a.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(100)))
+    real_execute = ServerTarget.execute
+    failed = {"n": 0}
+
+    def flaky_execute(self, sql, settings=None, context=""):  # type: ignore[no-untyped-def]
+        if sql.startswith("DROP TABLE IF EXISTS") and "_chute_stage_t_" in sql and not failed["n"]:
+            failed["n"] += 1
+            raise TransientTargetError("connection reset by peer")
+        return real_execute(self, sql, settings, context)
+
+    ServerTarget.execute = flaky_execute  # type: ignore[method-assign]
+    try:
+        report = chute.load([str(tmp_path)], table="t", target=server_url)
+    finally:
+        ServerTarget.execute = real_execute  # type: ignore[method-assign]
+    assert failed["n"] == 1
+    assert report.ok and report.rows_loaded == 100
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "100"
+    again = chute.load([str(tmp_path)], table="t", target=server_url)  # and the stage left behind goes
+    assert again.rows_loaded == 0
+    stages = server_query(server_url, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%' FORMAT TSV")
+    assert stages.strip() == "0"
+
+
+def test_failure_while_moving_rows_in_is_repaired_not_doubled(tmp_path: Path, server_url: str) -> None:
+    """A connection lost during ATTACH (the commit) must not lead to a blind retry."""
+    from chute.errors import CommitUncertain
+    from chute.targets import staging
+
+    (tmp_path / "a.jsonl").write_text("".join(f'{{"id": {i}}}\n' for i in range(100)))
+    real_commit = staging.Stage.commit
+    calls = {"n": 0}
+
+    def flaky_commit(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        counts = real_commit(self, *args, **kwargs)  # the rows are in ...
+        calls["n"] += 1
+        if calls["n"] == 1 and self.target.table == "t":
+            raise CommitUncertain("connection reset while attaching")  # ... but the answer was lost
+        return counts
+
+    staging.Stage.commit = flaky_commit  # type: ignore[method-assign]
+    try:
+        report = chute.load([str(tmp_path)], table="t", target=server_url)
+    finally:
+        staging.Stage.commit = real_commit  # type: ignore[method-assign]
+    assert report.ok and report.rows_loaded == 100
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV").strip() == "100"
+
+
+def test_unsorted_rows_into_a_partitioned_server_table(tmp_path: Path, target: str, server_url: str) -> None:
+    """Events over 400 days into a table chute creates partitioned by day on the server:
+    every row once, at most two parts per partition. 18.16 does not report its partition
+    key, so no part settings arise here; the next test covers them on the engine."""
+    engine = open_engine(target)
+    path = write_with_engine(engine, tmp_path / "events.csv", "CSVWithNames", UNSORTED.format(rows=20_000))
+    options = chute.LoadOptions(partition_by="toYYYYMMDD(ts)", memory_limit=400 * 2**20)
+    report = chute.load([str(path)], table="t", target=server_url, options=options)
+    assert report.ok and report.rows_loaded == 20_000, report.files
+    got = server_query(
+        server_url,
+        "SELECT count(), uniqExact(id), uniqExact(toYYYYMMDD(ts)), countIf(_source_row != id) FROM t FORMAT TSV",
+    )
+    assert got.split() == ["20000", "20000", "400", "0"]
+    parts = server_query(
+        server_url,
+        "SELECT count(), uniqExact(partition) FROM system.parts WHERE database = currentDatabase() "
+        "AND table = 't' AND active FORMAT TSV",
+    ).split()
+    assert int(parts[1]) == 400 and int(parts[0]) <= 2 * 400
+
+
+def test_the_conversion_select_takes_no_part_writer_settings(target: str) -> None:
+    """A partition-aware load's settings (newer servers report the partition key; 18.16
+    does not) include table-only part settings; the engine's SELECT that makes the
+    Native stream must run with what is left of them."""
+    settings = {"max_threads": 2, **{k: 2**20 for k in PART_WRITER_SETTINGS}}
+    engine = open_engine(target)
+    with pytest.raises(TargetError, match="UNKNOWN_SETTING"):
+        engine.rows("SELECT 1 AS x", settings)
+    chosen = conversion_settings(settings, streams=2, low_cardinality=False)
+    assert not set(chosen) & PART_WRITER_SETTINGS and chosen["max_threads"] == 1
+    assert engine.rows("SELECT 1 AS x", chosen) == [{"x": 1}]
+
+
+def test_system_reads_ride_out_tables_dropped_meanwhile(server_url: str) -> None:
+    """18.16 fails a system.tables/system.parts read when another table is dropped while it
+    lists them (code 60 naming that table): parallel batches drop their stage tables all
+    the time, and a failed stage lookup sent a good file the slow way (seen once in CI)."""
+    import threading
+
+    from chute.targets.server import ServerTarget
+
+    tgt = ServerTarget(server_url)
+    database = server_url.rsplit("/", 1)[1]
+    tgt.execute("CREATE TABLE raw (id UInt64) ENGINE = MergeTree ORDER BY tuple()")
+    races = {"n": 0}
+    real_rows = tgt.client.rows
+
+    def counting_rows(sql, settings=None, context=""):  # type: ignore[no-untyped-def]
+        try:
+            return real_rows(sql, settings, context)
+        except TargetError as exc:
+            races["n"] += exc.code == 60
+            raise
+
+    tgt.client.rows = counting_rows  # type: ignore[method-assign]
+    stop = threading.Event()
+
+    def churn(worker: int) -> None:
+        for i in range(10**6):
+            if stop.is_set():
+                return
+            tgt.execute(f"CREATE TABLE `_chute_stage_raw_{worker}_{i}` AS raw")
+            tgt.execute(f"DROP TABLE IF EXISTS `_chute_stage_raw_{worker}_{i}`")
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    reads = 0
+    try:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            assert tgt.rows(f"SELECT engine FROM system.tables WHERE database = '{database}' AND name = 'raw'") == [
+                {"engine": "MergeTree"}
+            ]
+            tgt.rows(f"SELECT DISTINCT partition_id FROM system.parts WHERE database = '{database}' AND table = 'raw'")
+            reads += 2
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    print(f"{reads} system reads, {races['n']} listing races ridden out")
+    # A table that is really missing still fails at once (one try each), with its code.
+    before = races["n"]
+    for sql in ("SELECT * FROM system.no_such_table", "SELECT * FROM no_such_table"):
+        with pytest.raises(TargetError) as missing:
+            tgt.rows(sql)
+        assert missing.value.code == 60
+    assert races["n"] == before + 2

@@ -1,0 +1,54 @@
+"""What a server version can do, and the types chute creates for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from chute.capabilities import EMBEDDED, Capabilities
+
+OLD = Capabilities.for_version("18.16.1")
+NEW = Capabilities.for_version("24.8.4.13")
+
+
+def test_versions_are_parsed_from_the_server_text() -> None:
+    assert OLD.version == (18, 16, 1) and OLD.version_text == "18.16.1"
+    assert NEW.version == (24, 8, 4)
+    assert Capabilities.for_version("21").version == (21, 0, 0)
+    assert Capabilities.for_version("no digits").version == (0, 0, 0)
+    assert not OLD.s3_function and not OLD.url_compression and not OLD.hides_secrets
+    assert NEW.s3_cluster and NEW.hides_secrets and not NEW.s3_row_number
+    assert EMBEDDED.s3_row_number and EMBEDDED.lightweight_delete
+
+
+@pytest.mark.parametrize(
+    "inferred,on_18_16",
+    [
+        ("UInt64", "UInt64"),
+        ("LowCardinality(String)", "String"),
+        ("Array(LowCardinality(Nullable(String)))", "Array(Nullable(String))"),
+        ("Bool", "UInt8"),
+        ("Nullable(Bool)", "Nullable(UInt8)"),
+        ("DateTime64(3)", "DateTime"),
+        ("DateTime64(6, 'UTC')", "DateTime('UTC')"),
+        ("Nullable(DateTime64(3, 'Europe/Paris'))", "Nullable(DateTime('Europe/Paris'))"),
+        ("IPv4", "String"),
+        ("Map(String, UInt64)", "String"),
+        ("JSON", "String"),
+        ("Variant(String, UInt64)", "String"),
+    ],
+)
+def test_types_are_adapted_to_what_an_old_server_stores(inferred: str, on_18_16: str) -> None:
+    assert OLD.adapt_type(inferred) == on_18_16
+
+
+@pytest.mark.parametrize(
+    "inferred", ["LowCardinality(String)", "Bool", "DateTime64(3, 'UTC')", "IPv6", "Map(String, UInt64)"]
+)
+def test_a_new_server_keeps_the_inferred_type(inferred: str) -> None:
+    assert NEW.adapt_type(inferred) == inferred
+
+
+def test_types_no_server_stores_as_such_become_strings() -> None:
+    assert NEW.adapt_type("JSON") == "String"
+    assert NEW.adapt_type("Object('json')") == "String"
+    assert NEW.adapt_type("Dynamic") == "String"
