@@ -21,8 +21,9 @@ from chute.load.recovery import Recovery, Step
 from chute.load.sizing import Sizing
 from chute.report import FileResult
 from chute.schema import PROVENANCE_COLUMNS, Column
-from chute.sources import Unit
+from chute.sources.base import SourceBase
 from chute.sql import TableName
+from chute.units import Unit
 
 JSON_GZ = FileFormat("JSONEachRow", "gzip")
 CSV = FileFormat("CSV", "none")
@@ -44,7 +45,7 @@ class FakeTarget:
         raise AssertionError(f"the parts under test must not use the target's {name}")
 
 
-class FakeSource:
+class FakeSource(SourceBase):
     def needs_serial_read(self, unit: Unit) -> bool:
         return False
 
