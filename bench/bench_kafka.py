@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap:
         bootstrap, broker_pid = args.bootstrap, None
     else:
-        from tests.extservers import KafkaBroker
+        from tests.harness.extservers import KafkaBroker
 
         if not KafkaBroker.available():
             print(f"no Kafka broker: {KafkaBroker.missing()}", file=sys.stderr)

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..servers import available as clickhouse_available
 from .servers import CONFIG, TEST_PASSWORD, TEST_USER, USERS, ClickHouseServer, free_port
+from .servers import available as clickhouse_available
 
 REPO = Path(__file__).resolve().parent.parent.parent
 # Keep in step with scripts/install-source-servers.
