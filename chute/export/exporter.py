@@ -15,8 +15,6 @@ the filter of each partition runs on the server.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import hashlib
 import json
 import os
@@ -25,10 +23,9 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from typing import IO, Any
+from dataclasses import asdict, replace
+from typing import Any
 
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError, UsageError
@@ -40,105 +37,24 @@ from chute.export.dest import (
     S3Dest,
     unlink_quietly,
 )
+from chute.export.model import (
+    COMPRESSIONS,
+    FORMATS,
+    PARQUET_CODECS,
+    ExportedFile,
+    ExportOptions,
+    ExportReport,
+    Partition,
+    ProgressCallback,
+    is_query,
+    normalize_compression,
+    partition_id,
+)
+from chute.export.pieces import PieceWriter, rows_in_block
 from chute.manifest import MANIFEST, MANIFEST_VERSION
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets import Target, open_target
-
-# --format -> (engine format, file extension); CSV and TSV files start with a header line.
-FORMATS: dict[str, tuple[str, str]] = {
-    "native": ("Native", "native"),
-    "parquet": ("Parquet", "parquet"),
-    "csv": ("CSVWithNames", "csv"),
-    "tsv": ("TSVWithNames", "tsv"),
-    "jsonl": ("JSONEachRow", "jsonl"),
-}
-# --compression -> file extension (Parquet compresses inside the file instead).
-COMPRESSIONS: dict[str, str] = {"zstd": "zst", "lz4": "lz4", "gzip": "gz", "none": ""}
-_COMPRESSION_ALIASES = {"zst": "zstd", "gz": "gzip", "": "none"}
-PARQUET_CODECS = {"zstd": "zstd", "lz4": "lz4", "gzip": "gzip", "none": "none"}
-ZSTD_LEVEL = 1  # level 3 costs 40% more CPU here for a file 0.3% smaller (hits-like data)
-GZIP_LEVEL = 1
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-_QUERY_START = re.compile(r"^\s*(\(|select\b|with\b)", re.IGNORECASE)
-
-ProgressCallback = Callable[[int, int, int], None]
-"""(partitions done, rows written, bytes written) after each partition."""
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    format: str = "native"
-    compression: str = "zstd"
-    partition_by: str | None = None
-    max_file_bytes: int | None = None
-    workers: int | None = None
-    password_file: str | None = None
-    insecure: bool = False
-    s3_endpoint: str | None = None
-    """For s3:// destinations: an S3-compatible endpoint; default AWS_ENDPOINT_URL, else AWS."""
-
-
-@dataclass
-class ExportedFile:
-    path: str  # relative to the destination
-    partition: str
-    rows: int
-    bytes: int
-
-
-@dataclass
-class ExportReport:
-    source: str
-    dest: str
-    format: str
-    compression: str
-    partitions_total: int = 0
-    partitions_written: int = 0
-    partitions_skipped: int = 0
-    files: list[ExportedFile] = field(default_factory=list)
-    rows_written: int = 0
-    bytes_written: int = 0
-    rows_total: int = 0
-    seconds: float = 0.0
-    manifest: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["files_written"] = len(self.files)
-        out["rows_per_s"] = round(self.rows_written / self.seconds) if self.seconds > 0 else 0
-        return out
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-
-@dataclass
-class _Partition:
-    value: str | None  # toString of the partition expression; None for NULL
-    rows: int
-    pid: str = ""
-
-
-def normalize_compression(name: str | None, fmt: str) -> str:
-    text = (name or "zstd").lower()
-    text = _COMPRESSION_ALIASES.get(text, text)
-    if text not in COMPRESSIONS:
-        raise UsageError(f"unknown compression {name!r}: use one of {', '.join(COMPRESSIONS)}")
-    return text
-
-
-def partition_id(value: str | None) -> str:
-    """A file-name-safe id for a partition value (hashed when the value is not plain)."""
-    if value is None:
-        return "null"
-    if _SAFE_ID.match(value) and ".." not in value:
-        return value
-    return "h" + hashlib.sha1(value.encode()).hexdigest()[:16]
-
-
-def is_query(source: str) -> bool:
-    return bool(_QUERY_START.match(source))
 
 
 def export(
@@ -211,12 +127,12 @@ class _Exporter:
             raise SourceError(f"cannot read the columns of {self.source}: {exc}") from None
         return [Column(m["name"], m["type"]) for m in meta]
 
-    def _partitions(self) -> tuple[list[_Partition], str | None]:
+    def _partitions(self) -> tuple[list[Partition], str | None]:
         """Partition values with their row counts, and the expression's type."""
         expr = self.opts.partition_by
         if not expr:
             rows = self.target.rows(f"SELECT count() AS n FROM {self.source_sql}", context="counting the source rows")
-            return [_Partition("all", int(rows[0]["n"]), "all")], None
+            return [Partition("all", int(rows[0]["n"]), "all")], None
         found = self.target.rows(
             f"SELECT toString({expr}) AS value, count() AS n FROM {self.source_sql} GROUP BY value ORDER BY value",
             context=f"listing the partitions of {expr}",
@@ -224,7 +140,7 @@ class _Exporter:
         typed = self.target.rows(
             f"SELECT toTypeName({expr}) AS t FROM {self.source_sql} LIMIT 1", context="typing the partition key"
         )
-        parts = [_Partition(r["value"], int(r["n"])) for r in found]
+        parts = [Partition(r["value"], int(r["n"])) for r in found]
         seen: dict[str, str | None] = {}
         for p in parts:
             p.pid = partition_id(p.value)
@@ -233,7 +149,7 @@ class _Exporter:
             seen[p.pid] = p.value
         return parts, typed[0]["t"] if typed else None
 
-    def _filter(self, part: _Partition, type_name: str | None) -> str:
+    def _filter(self, part: Partition, type_name: str | None) -> str:
         expr = self.opts.partition_by
         if not expr:
             return "1"
@@ -287,11 +203,27 @@ class _Exporter:
         report.partitions_total = len(parts)
         report.rows_total = sum(p.rows for p in parts)
         report.manifest = self.out.location(MANIFEST)
+        todo, kept = self._sort_out(parts, old, report)
+        self._start_manifest(fingerprint, columns, parts, old.get("partitions", {}), kept, todo)
+        structure = ", ".join(f"{quote_ident(c.name)} {c.type}" for c in columns)
+        self._write_all(todo, type_name, structure, report, progress)
+        self.manifest["complete"] = True
+        self.manifest["rows"] = sum(int(p["rows"]) for p in self.manifest["partitions"].values())
+        self.manifest["files"].sort(key=lambda f: f["path"])
+        self._write_manifest()
+        report.files.sort(key=lambda f: f.path)
+        return report
+
+    def _sort_out(
+        self, parts: list[Partition], old: dict[str, Any], report: ExportReport
+    ) -> tuple[list[Partition], list[dict[str, Any]]]:
+        """The partitions to write, and the files of those a previous run finished (kept and
+        counted as skipped); files of partitions to write again or gone from the source go."""
         present = self.out.names()
         old_parts: dict[str, Any] = old.get("partitions", {})
         old_files: list[dict[str, Any]] = old.get("files", [])
         current = {p.pid for p in parts}
-        todo: list[_Partition] = []
+        todo: list[Partition] = []
         kept: list[dict[str, Any]] = []
         for part in parts:
             entry = old_parts.get(part.pid)
@@ -304,6 +236,18 @@ class _Exporter:
                 self._remove_named(part, present)
                 todo.append(part)
         self._remove([f for f in old_files if f["partition"] not in current])  # partitions gone from the source
+        return todo, kept
+
+    def _start_manifest(
+        self,
+        fingerprint: dict[str, Any],
+        columns: list[Column],
+        parts: list[Partition],
+        old_parts: dict[str, Any],
+        kept: list[dict[str, Any]],
+        todo: list[Partition],
+    ) -> None:
+        """The manifest before any partition is written: the kept partitions and their files."""
         self.manifest = {
             "chute_export": MANIFEST_VERSION,
             **fingerprint,
@@ -317,10 +261,19 @@ class _Exporter:
         for part in todo:
             self.manifest["partitions"].pop(part.pid, None)
         self._write_manifest()
-        structure = ", ".join(f"{quote_ident(c.name)} {c.type}" for c in columns)
+
+    def _write_all(
+        self,
+        todo: list[Partition],
+        type_name: str | None,
+        structure: str,
+        report: ExportReport,
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Write the partitions in parallel, each one's files into the manifest as it finishes."""
         done = 0
 
-        def one(part: _Partition) -> list[ExportedFile]:
+        def one(part: Partition) -> list[ExportedFile]:
             files = self._export_partition(part, type_name, structure)
             written = sum(f.rows for f in files)
             with self.lock:
@@ -340,12 +293,6 @@ class _Exporter:
                 report.partitions_written += 1
                 if progress:
                     progress(done, report.rows_written, report.bytes_written)
-        self.manifest["complete"] = True
-        self.manifest["rows"] = sum(int(p["rows"]) for p in self.manifest["partitions"].values())
-        self.manifest["files"].sort(key=lambda f: f["path"])
-        self._write_manifest()
-        report.files.sort(key=lambda f: f.path)
-        return report
 
     def _files_intact(self, files: list[dict[str, Any]], present: dict[str, int]) -> bool:
         return bool(files) and all(present.get(f["path"]) == f["bytes"] for f in files)
@@ -354,7 +301,7 @@ class _Exporter:
         for f in files:
             self.out.remove(f["path"])
 
-    def _remove_named(self, part: _Partition, present: dict[str, int]) -> None:
+    def _remove_named(self, part: Partition, present: dict[str, int]) -> None:
         """Files of a partition that a killed run put in place before its manifest said so."""
         pattern = re.compile(rf"^{re.escape(part.pid)}(\.\d{{3,}})?\.{re.escape(self.extension)}$")
         for name in present:
@@ -364,10 +311,10 @@ class _Exporter:
     def _write_manifest(self) -> None:
         self.out.write(MANIFEST, json.dumps(self.manifest, indent=1).encode())
 
-    def _file_name(self, part: _Partition, n: int) -> str:
+    def _file_name(self, part: Partition, n: int) -> str:
         return f"{part.pid}.{self.extension}" if n == 0 else f"{part.pid}.{n:03d}.{self.extension}"
 
-    def _select(self, part: _Partition, type_name: str | None, structure: str) -> str:
+    def _select(self, part: Partition, type_name: str | None, structure: str) -> str:
         """The engine SELECT that reads one partition (through the server when remote)."""
         query = f"SELECT * FROM {self.source_sql} WHERE {self._filter(part, type_name)}"
         if not self.remote:
@@ -400,7 +347,7 @@ class _Exporter:
             text = text.replace(secret, "***")
         return type(exc)(text, code=exc.code, name=exc.name)
 
-    def _export_partition(self, part: _Partition, type_name: str | None, structure: str) -> list[ExportedFile]:
+    def _export_partition(self, part: Partition, type_name: str | None, structure: str) -> list[ExportedFile]:
         engine = self.target.engine
         try:
             if self.fmt_key == "parquet":
@@ -410,7 +357,7 @@ class _Exporter:
             raise self._scrubbed(exc) from None
 
     def _export_parquet(
-        self, engine: Engine, part: _Partition, type_name: str | None, structure: str
+        self, engine: Engine, part: Partition, type_name: str | None, structure: str
     ) -> list[ExportedFile]:
         """Parquet: the engine writes whole files (row groups need the engine's writer)."""
         settings = {"output_format_parquet_compression_method": PARQUET_CODECS[self.compression]}
@@ -434,12 +381,12 @@ class _Exporter:
         return self._publish(part, converted)
 
     def _engine_write(
-        self, engine: Engine, part: _Partition, n: int, select: str, structure: str, settings: dict[str, str]
+        self, engine: Engine, part: Partition, n: int, select: str, structure: str, settings: dict[str, str]
     ) -> ExportedFile:
         return self._publish(part, [self._engine_file(engine, part, select, structure, settings)])[0]
 
     def _engine_file(
-        self, engine: Engine, part: _Partition, select: str, structure: str, settings: dict[str, str]
+        self, engine: Engine, part: Partition, select: str, structure: str, settings: dict[str, str]
     ) -> tuple[str, int]:
         """The engine writes one Parquet file under a temporary name: (path, rows)."""
         tmp = os.path.join(self.work, f".{part.pid}.{uuid.uuid4().hex[:8]}.parquet{TMP_SUFFIX}")
@@ -454,7 +401,7 @@ class _Exporter:
             raise
         return tmp, result.rows_written
 
-    def _publish(self, part: _Partition, written: list[tuple[str, int]]) -> list[ExportedFile]:
+    def _publish(self, part: Partition, written: list[tuple[str, int]]) -> list[ExportedFile]:
         """Put a partition's finished files in place under their names (temporary files go)."""
         files: list[ExportedFile] = []
         try:
@@ -475,14 +422,14 @@ class _Exporter:
         return b""
 
     def _export_stream(
-        self, engine: Engine, part: _Partition, type_name: str | None, structure: str
+        self, engine: Engine, part: Partition, type_name: str | None, structure: str
     ) -> list[ExportedFile]:
         return self._write_pieces(engine, part, type_name, structure, self.format_name, self.compression)
 
     def _write_pieces(
         self,
         engine: Engine,
-        part: _Partition,
+        part: Partition,
         type_name: str | None,
         structure: str,
         format_name: str,
@@ -500,7 +447,7 @@ class _Exporter:
         select = self._select(part, type_name, structure)
         cap = self.opts.max_file_bytes
         files: list[ExportedFile] = []
-        writer: _PieceWriter | None = None
+        writer: PieceWriter | None = None
         rows_counted = True
         try:
             for chunk in engine.stream(select, stream_format, context=f"exporting partition {part.pid}"):
@@ -510,8 +457,8 @@ class _Exporter:
                     files.append(writer.finish())
                     writer = None
                 if writer is None:
-                    writer = _PieceWriter(self.work, part.pid, compression, header)
-                rows = _rows_in_block(chunk, stream_format)
+                    writer = PieceWriter(self.work, part.pid, compression, header)
+                rows = rows_in_block(chunk, stream_format)
                 if rows is None:
                     rows_counted = False
                 writer.write(chunk, rows or 0)
@@ -536,74 +483,3 @@ class _Exporter:
         if not publish:
             return files
         return self._publish(part, [(f.path, f.rows) for f in files])
-
-
-def _rows_in_block(chunk: bytes, format_name: str) -> int | None:
-    """Rows in one output block, when the bytes say it without parsing values."""
-    if format_name == "Native":
-        _columns, pos = _varint(chunk, 0)
-        rows, _ = _varint(chunk, pos)
-        return rows
-    if format_name in ("JSONEachRow", "TSV"):  # these escape newlines inside values
-        return chunk.count(b"\n")
-    return None
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-class _PieceWriter:
-    """One output file under a temporary name, compressed as it is written."""
-
-    def __init__(self, work: str, pid: str, compression: str, header: bytes) -> None:
-        self.pid = pid
-        self.tmp = os.path.join(work, f".{pid}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
-        self.raw: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 - closed in finish/abort
-        self.out: Any = _compressor(self.raw, compression)
-        self.rows = 0
-        if header:
-            self.out.write(header)
-
-    @property
-    def size(self) -> int:
-        """Compressed bytes so far (what reached the file)."""
-        return self.raw.tell()
-
-    def write(self, chunk: bytes, rows: int) -> None:
-        self.out.write(chunk)
-        self.rows += rows
-
-    def finish(self) -> ExportedFile:
-        """Close the file; the result's `path` is the temporary file."""
-        if self.out is not self.raw:
-            self.out.close()
-        self.raw.flush()
-        self.raw.close()
-        return ExportedFile(self.tmp, self.pid, self.rows, os.path.getsize(self.tmp))
-
-    def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self.raw.close()
-        unlink_quietly(self.tmp)
-
-
-def _compressor(raw: IO[bytes], compression: str) -> Any:
-    if compression == "zstd":
-        import zstandard
-
-        return zstandard.ZstdCompressor(level=ZSTD_LEVEL).stream_writer(raw, closefd=False)
-    if compression == "lz4":
-        import lz4.frame
-
-        return lz4.frame.LZ4FrameFile(raw, mode="wb")
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
-    return raw

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chute.cli import _parser, _subparsers
+from chute.cli import build_parser, subparsers
 
 COMMANDS = ("load", "export", "design", "bench", "status", "query", "time-queries")
 
@@ -25,11 +25,11 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def test_every_option_of_every_command_has_help_a_summary_and_an_example() -> None:
-    commands = _subparsers(_parser())
+    commands = subparsers(build_parser())
     assert set(commands) == set(COMMANDS)
     summaries = {
         a.dest: a.help
-        for action in _parser()._actions
+        for action in build_parser()._actions
         if isinstance(action, argparse._SubParsersAction)
         for a in action._choices_actions
     }

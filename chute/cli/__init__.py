@@ -1,0 +1,88 @@
+"""The `chute` command: parses flags, calls the library, prints the report.
+
+`parser` defines the command line; `load`, `export`, `measure` (design, bench,
+time-queries) and `inspect` (status, query) run the commands; `common` holds
+the exit codes. `python -m chute.cli` runs `entry`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
+from chute.cli.export import export_command
+from chute.cli.inspect import status_command
+from chute.cli.load import load_command
+from chute.cli.measure import bench_command, design_command, time_queries_command
+from chute.cli.parser import ArgsError, arm, build_parser, subparsers
+from chute.errors import ChuteError, SourceError, UsageError
+from chute.inspect import query
+
+__all__ = [
+    "ALLOCATOR_CONF",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ArgsError",
+    "build_parser",
+    "entry",
+    "main",
+    "parse_size",
+    "subparsers",
+]
+
+ALLOCATOR_CONF = "background_thread:true,dirty_decay_ms:1000"
+"""The engine's allocator (jemalloc, read from JE_MALLOC_CONF when the engine loads): hand freed
+pages back within a second, not five, so the process's RSS follows what the engine holds
+(a 7 M-row Parquet load under --memory-limit 1GB: 0.7 GiB peak instead of 0.75-1 GiB)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if "chdb" not in sys.modules:  # the command owns its process; a user's setting wins
+        os.environ.setdefault("JE_MALLOC_CONF", ALLOCATOR_CONF)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    arm(parser, words)
+    try:
+        args = parser.parse_args(words)
+    except ArgsError as exc:
+        return _fail(str(exc), EXIT_USAGE, as_json="--json" in words)
+    try:
+        if args.command == "load":
+            return load_command(args)
+        if args.command == "status":
+            return status_command(args)
+        if args.command == "bench":
+            return bench_command(args)
+        if args.command == "design":
+            return design_command(args)
+        if args.command == "export":
+            return export_command(args)
+        if args.command == "time-queries":
+            return time_queries_command(args)
+        fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
+        sys.stdout.write(query(args.sql, args.target, fmt, args.password_file, args.insecure))
+        return EXIT_OK
+    except ChuteError as exc:
+        if args.debug:
+            raise
+        code = EXIT_USAGE if isinstance(exc, (UsageError, SourceError)) else EXIT_FAILED
+        return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)))
+    except KeyboardInterrupt:
+        print("chute: interrupted; re-run the same command to finish the load", file=sys.stderr)
+        return 130
+
+
+def _fail(message: str, code: int, as_json: bool) -> int:
+    """One line on stderr; under --json also one object on stdout, so a script always gets JSON."""
+    if as_json:
+        print(json.dumps({"ok": False, "error": message}, indent=2))
+    print(f"chute: error: {message}", file=sys.stderr)
+    return code
+
+
+def entry() -> None:
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""`python -m chute.cli`."""
+
+from chute.cli import entry
+
+entry()

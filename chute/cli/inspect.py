@@ -1,0 +1,87 @@
+"""Looking into a target: `chute status` (the ledger) and `chute query`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from chute.cli.common import EXIT_OK
+from chute.inspect import status
+
+
+def status_command(args: argparse.Namespace) -> int:
+    rows = status(args.table, args.target, args.password_file, args.insecure)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print("nothing loaded yet")
+        return EXIT_OK
+    from rich.console import Console
+
+    console = Console(soft_wrap=False)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        tables.setdefault(str(r["table"]), []).append(r)
+    for name, of_table in tables.items():
+        _print_status_table(console, name, of_table)
+    claimed = [r for r in rows if r.get("claimed_by")]
+    if claimed:
+        from rich import box
+        from rich.table import Table
+
+        prefix, names = _distinct_parts([str(r["source"]) for r in claimed], max(16, console.width - 60))
+        console.print("live claims (loading now)" + (f", sources under {prefix}" if prefix else ""), markup=False)
+        claims = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("worker", "source", "since", "lease ends"):
+            claims.add_column(column, no_wrap=True)
+        for r, source in zip(claimed, names, strict=True):
+            claims.add_row(str(r["claimed_by"]), source, str(r["claimed_since"]), str(r["lease_end"]))
+        console.print(claims)
+    return EXIT_OK
+
+
+def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:
+    """One table's ledger rows; long source paths shown by what tells them apart."""
+    from rich import box
+    from rich.table import Table
+
+    errors = any(r["last_error"] for r in rows)
+    loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
+    at = [str(r["at"])[:19] for r in rows]  # to the second
+    # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
+    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([16] if errors else [])]
+    budget = console.width - sum(others) - 3 * (len(others) + 1)
+    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    console.print(
+        f"table {name}" + (f", sources under {prefix}" if prefix else ""), markup=False, highlight=False, soft_wrap=True
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("source", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("loaded", justify="right", no_wrap=True)
+    table.add_column("rejected", justify="right", no_wrap=True)
+    table.add_column("at", no_wrap=True)
+    if errors:
+        table.add_column("last error", overflow="fold", ratio=1)
+    for r, source, count, when in zip(rows, names, loaded, at, strict=True):
+        cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
+        table.add_row(*cells, *([str(r["last_error"])[:200]] if errors else []))
+    console.print(table)
+
+
+def _distinct_parts(sources: list[str], width: int) -> tuple[str, list[str]]:
+    """The directory all sources share (shown once), and what tells each apart.
+
+    What is left is cut from the left ("…") to `width`, so a file's name stays in view.
+    """
+    split = [s.split("/") for s in sources]
+    shared = 0
+    while all(len(parts) > shared + 1 and parts[shared] == split[0][shared] for parts in split):
+        shared += 1
+    prefix = "/".join(split[0][:shared]) + "/" if shared else ""
+    if len(prefix) < 2:
+        prefix = ""
+    names = [s[len(prefix) :] for s in sources]
+    return prefix, [n if len(n) <= width else "…" + n[-(width - 1) :] for n in names]

@@ -1,0 +1,336 @@
+"""The command line: the parser of every command, with one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from chute import __version__
+from chute.load import DEFAULT_BATCH_BYTES, ON_CHANGE
+from chute.load.claims import DEFAULT_LEASE_SECONDS
+
+
+class ArgsError(Exception):
+    """The command line did not parse; the message is one line."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, with a guess for a mistyped option.
+
+    argparse prints the whole usage and exits; this parser raises ``ArgsError``, and
+    ``main`` prints one line (or a JSON object under ``--json``) and exits with 2.
+    """
+
+    argv: Sequence[str] = ()
+    known: Sequence[str] = ()
+    """The option strings the command line may use (this command's and the global ones)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgsError(self._unknown_option() or _command_guess(self, message) or message)
+
+    def _unknown_option(self) -> str | None:
+        """'unknown option --tabel (did you mean --table?)' for the first option nobody knows."""
+        import difflib
+
+        for word in self.argv:
+            if word == "--":
+                break
+            name = word.split("=", 1)[0]
+            if not name.startswith("-") or name == "-" or name.lstrip("-").replace(".", "").isdigit():
+                continue
+            if any(o == name or (name.startswith("--") and o.startswith(name)) for o in self.known):
+                continue
+            close = difflib.get_close_matches(name, [o for o in self.known if o.startswith("--")], n=1, cutoff=0.6)
+            return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else " (see --help)")
+        return None
+
+
+def _command_guess(parser: argparse.ArgumentParser, message: str) -> str | None:
+    """'unknown command 'lod' (did you mean load?)' for a mistyped command."""
+    import difflib
+
+    commands = list(subparsers(parser))
+    if not message.startswith("argument COMMAND: invalid choice") or not commands:
+        return None
+    word = message.split("'")[1] if "'" in message else ""
+    close = difflib.get_close_matches(word, commands, n=1)
+    return f"unknown command {word!r}" + (
+        f" (did you mean {close[0]}?)" if close else f": one of {', '.join(commands)}"
+    )
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for action in parser._actions for s in action.option_strings]
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def arm(parser: Parser, argv: Sequence[str]) -> None:
+    """Tell every parser the command line and the options its command knows."""
+    commands = subparsers(parser)
+    chosen = next((w for w in argv if not w.startswith("-")), "")
+    parser.argv = argv
+    parser.known = _option_strings(parser) + (_option_strings(commands[chosen]) if chosen in commands else [])
+    for sub in commands.values():
+        if isinstance(sub, Parser):
+            sub.argv, sub.known = argv, _option_strings(sub) + _option_strings(parser)
+
+
+def _command(sub: Any, name: str, summary: str, examples: str, description: str = "") -> argparse.ArgumentParser:
+    """A subcommand with its one-line summary, a description and examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(f"{summary[0].upper()}{summary[1:]}. {description}".strip(), 79),
+        epilog="examples:\n" + "".join(f"  {line}\n" for line in examples.strip().splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def _target_options(p: argparse.ArgumentParser, target_help: str) -> None:
+    p.add_argument("--target", help=target_help)
+    p.add_argument("--password-file", metavar="FILE", help="file holding the server password (server targets)")
+    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https targets)")
+
+
+TARGET_HELP = (
+    "embedded database directory, or http(s)://[user[:password]@]host:port[/database] "
+    "(default $CHUTE_TARGET, else a server from $CLICKHOUSE_HOST, else ./chute.db)"
+)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="chute", description="Fast, exactly-once bulk loads into ClickHouse.")
+    parser.add_argument("--version", action="version", version=f"chute {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _load_parser(sub)
+    _export_parser(sub)
+    _design_parser(sub)
+    _bench_parser(sub)
+    _status_parser(sub)
+    _query_parser(sub)
+    _time_queries_parser(sub)
+    return parser
+
+
+def _load_parser(sub: Any) -> None:
+    p = _command(
+        sub,
+        "load",
+        "load files into a table, exactly once",
+        """
+chute load data/ --table events              # every known file under data/, into ./chute.db
+chute load 'logs/**/*.json.gz' -t logs --target http://localhost:8123
+chute load s3://bucket/events/ -t events --s3-endpoint http://127.0.0.1:9000
+chute load postgresql://me@db:5432/shop/orders -t orders --cursor updated_at
+chute load kafka://broker:9092/clicks -t clicks --follow
+""",
+        "Re-running the same command loads only what is new: the ledger in the target remembers "
+        "every file (path, size, mtime) that was loaded.",
+    )
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs; "
+        "hdfs://namenode:port/path; postgresql:// or mysql://user@host:port/db/table; "
+        "kafka://broker:port/topic",
+    )
+    p.add_argument("--table", "-t", required=True, help="table or db.table")
+    _target_options(p, TARGET_HELP)
+    p.add_argument("--connections", type=int, default=2, help="parallel connections to a server (default 2)")
+    p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
+    p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
+    p.add_argument("--delimiter", help="CSV field delimiter, one character")
+    p.add_argument("--workers", type=int, help="engine threads (default: all cores)")
+    p.add_argument(
+        "--worker-id",
+        "--workers-id",
+        dest="worker_id",
+        metavar="NAME",
+        help="this process's name in the claims of a server target, where several chute processes share "
+        "one job (default host:pid)",
+    )
+    p.add_argument(
+        "--lease-seconds",
+        type=int,
+        default=DEFAULT_LEASE_SECONDS,
+        help=f"how long a claim of a worker that stopped answering holds its files (default {DEFAULT_LEASE_SECONDS})",
+    )
+    p.add_argument("--order-by", default="tuple()", help="ORDER BY of a new table (default tuple())")
+    p.add_argument("--partition-by", help="PARTITION BY of a new table")
+    p.add_argument("--no-provenance", action="store_true", help="no _source/_source_mtime/_source_row/_load_id")
+    p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
+    p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
+    p.add_argument(
+        "--batch-mb",
+        type=int,
+        default=DEFAULT_BATCH_BYTES // 2**20,
+        help=f"MiB of input per insert batch (default {DEFAULT_BATCH_BYTES // 2**20})",
+    )
+    p.add_argument(
+        "--method",
+        choices=("auto", "convert", "pass-through", "server-side"),
+        default="auto",
+        help="server targets: convert to Native in the engine, send files as they are (no provenance), "
+        "or let the server read http(s) URLs and s3:// objects itself (auto picks what applies)",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="s3:// sources into a server: the nodes of this cluster read the objects (s3Cluster); server-side only",
+    )
+    p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
+    p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
+    p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
+    p.add_argument(
+        "--split-size",
+        help="load uncompressed CSV/TSV/JSON-lines files bigger than twice this as byte ranges of about this "
+        "size, each resumable (default a sixteenth of --memory-limit, not into partitioned tables; 0 = never)",
+    )
+    p.add_argument("--split-by", help="database sources: the column whose ranges make the units (default: primary key)")
+    p.add_argument(
+        "--where", help="database sources: a filter every unit applies (ClickHouse SQL over the source's columns)"
+    )
+    p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
+    p.add_argument("--group", help="kafka sources: a consumer group whose offsets chute commits (information only)")
+    p.add_argument("--start", help="kafka sources: where unknown partitions start: earliest (default), latest, a time")
+    p.add_argument(
+        "--avro-schema", metavar="FILE", help="kafka sources, --format avro|avro-confluent: the writer's .avsc schema"
+    )
+    p.add_argument("--batch-messages", type=int, help="kafka sources: messages per unit (default about 16 MiB)")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="kafka sources: keep loading new messages until SIGINT/SIGTERM (each pass a bounded load)",
+    )
+    p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
+    p.add_argument(
+        "--memory-limit",
+        help="memory for one batch, e.g. 1GB (default a quarter of RAM); sorting by partition spills to disk "
+        "past half of it, big text files load in ranges of a sixteenth of it",
+    )
+    p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
+
+
+def _export_parser(sub: Any) -> None:
+    e = _command(
+        sub,
+        "export",
+        "write a table or query to files, one per partition, in parallel",
+        """
+chute export events out/ --partition-by 'toYYYYMM(ts)'
+chute export 'SELECT * FROM events WHERE day = today()' s3://bucket/daily/ --format parquet
+""",
+    )
+    e.add_argument("source", metavar="TABLE_OR_QUERY", help="db.table, or a SELECT")
+    e.add_argument(
+        "dest", metavar="DEST", help="a local directory or s3://bucket/prefix/ (re-runs skip finished partitions)"
+    )
+    e.add_argument("--format", default="native", help="native (default), parquet, csv, tsv, jsonl")
+    e.add_argument("--compression", default="zstd", help="zstd (default), lz4, gzip, none")
+    e.add_argument("--partition-by", help="SQL expression: one file per value (e.g. toYYYYMM(ts))")
+    e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
+    e.add_argument("--workers", type=int, help="partitions written at once (default: all cores)")
+    e.add_argument("--s3-endpoint", help="s3:// destinations: an S3-compatible endpoint, http(s)://host:port")
+    _target_options(e, "where the table is: " + TARGET_HELP)
+    e.add_argument("--json", action="store_true", help="print one JSON object as the report")
+    e.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
+
+
+def _design_parser(sub: Any) -> None:
+    d = _command(
+        sub,
+        "design",
+        "propose a table layout, measured on a sample",
+        """
+chute design data/ --table events > events.sql      # then: chute load data/ -t events --design events.sql
+chute design 'logs/*.csv.gz' --enums --time-budget 30
+""",
+    )
+    d.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to sample, as for load")
+    d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
+    d.add_argument("--target", help="embedded directory where the sample is measured (default ./chute.db)")
+    d.add_argument("--sample-rows", type=int, default=300_000, help="rows to sample (default 300000)")
+    d.add_argument("--format", help="input format, as for load (default: by extension)")
+    d.add_argument("--compression", help="input compression, as for load (default: by extension)")
+    d.add_argument("--delimiter", help="CSV field delimiter, one character")
+    d.add_argument("--enums", action="store_true", help="allow Enum8 for strings with a few values")
+    d.add_argument("--no-provenance", action="store_true", help="leave the provenance columns out")
+    d.add_argument("--time-budget", type=float, default=60.0, help="seconds to spend measuring (default 60)")
+
+
+def _bench_parser(sub: Any) -> None:
+    b = _command(
+        sub,
+        "bench",
+        "time every load method that fits your data and target",
+        """
+chute bench data/ --target http://localhost:8123
+chute bench 'data/*.parquet' --chart bench.html
+""",
+    )
+    b.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to load, as for load")
+    _target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
+    b.add_argument("--format", help="input format, as for load (default: by extension)")
+    b.add_argument("--compression", help="input compression, as for load (default: by extension)")
+    b.add_argument("--chart", metavar="FILE", help="write a chart: .png (needs matplotlib) or .html")
+    b.add_argument("--json", action="store_true", help="print one JSON object as the report")
+
+
+def _status_parser(sub: Any) -> None:
+    s = _command(
+        sub,
+        "status",
+        "the ledger: state of every loaded file",
+        """
+chute status                          # every table of ./chute.db
+chute status --table events --target http://localhost:8123 --json
+""",
+    )
+    s.add_argument("--table", "-t", help="only this table (default: all tables)")
+    _target_options(s, TARGET_HELP)
+    s.add_argument("--json", action="store_true", help="print the rows as one JSON array")
+
+
+def _query_parser(sub: Any) -> None:
+    q = _command(
+        sub,
+        "query",
+        "run SQL in the target",
+        """
+chute query 'SELECT count() FROM events'
+chute query 'SELECT * FROM events LIMIT 10' --format JSONEachRow --target http://localhost:8123
+""",
+    )
+    q.add_argument("sql", metavar="SQL", help="one SQL statement")
+    _target_options(q, TARGET_HELP)
+    q.add_argument(
+        "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
+    )
+
+
+def _time_queries_parser(sub: Any) -> None:
+    tq = _command(
+        sub,
+        "time-queries",
+        "time every .sql file in a directory, from the engine's query log",
+        """
+chute time-queries queries/ --tries 5
+chute time-queries queries/ --target http://localhost:8123 --json
+""",
+    )
+    tq.add_argument("directory", metavar="DIR_OF_SQL", help="one query per .sql file, run in name order")
+    _target_options(tq, TARGET_HELP)
+    tq.add_argument("--tries", type=int, default=3, help="measured runs per query, after one warm-up (default 3)")
+    tq.add_argument("--json", action="store_true", help="print one JSON object as the report")
