@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,3 +425,32 @@ def test_urls_never_show_the_password() -> None:
         with pytest.raises(UsageError) as caught:
             parse_url(bad)
         assert "TopSecret" not in str(caught.value)
+
+
+def test_odd_names_sparse_keys_and_streams_in_the_report(db: Db, target: str) -> None:
+    """Names reach the server's own queries quoted; a key with a huge gap plans from the catalog
+    (no count per range) and loads every row once; the report says how many streams read and why."""
+    if db.dialect == "postgresql":
+        # (The engine cannot read a PostgreSQL name holding a double quote: it writes it as \".)
+        table, quoted, key = "odd 't' x", "\"odd 't' x\"", "\"my 'key'\""
+        rows = (
+            "SELECT g, 'v' || g FROM generate_series(1, 50) g "
+            "UNION ALL SELECT 1000000000000 + g, 'w' FROM generate_series(1, 51) g"
+        )
+    else:
+        table, quoted, key = "odd `t` x'", "`odd ``t`` x'`", '`my "key"`'
+        rows = (
+            "SELECT seq, CONCAT('v', seq) FROM seq_1_to_50 UNION ALL SELECT 1000000000000 + seq, 'w' FROM seq_1_to_51"
+        )
+    db.sql(f"CREATE TABLE {quoted} ({key} bigint PRIMARY KEY, v text); INSERT INTO {quoted} {rows};")
+    url = db.url(urllib.parse.quote(table, safe=""), query="?rows_per_range=20&streams=2")
+    report = load(url, "odd", target)
+    assert report.ok and report.rows_loaded == 101 and len(report.files) == 6
+    assert [n for n in report.notes if "stream" in n] == [
+        f"{db.shown}{_table(db, table)}: read by 2 streams: streams=N in the source URL"
+    ]
+    k = "`my 'key'`" if db.dialect == "postgresql" else '`my "key"`'
+    row = open_engine(target).rows(f"SELECT count() AS n, uniqExact({k}) AS k, sum({k} < 100) AS low FROM odd")
+    assert row == [{"n": 101, "k": 101, "low": 50}]
+    again = load(db.url(urllib.parse.quote(table, safe=""), query="?rows_per_range=20"), "odd", target)
+    assert again.ok and again.files == [] and not [n for n in again.notes if "stream" in n]
