@@ -192,13 +192,23 @@ def engine_seconds(sql: str) -> float:
 
 
 def pin_server(server: PostgresServer | MariaDBServer, core: int) -> int:
-    """Every process of the server's session, and each of their threads, onto `core`; how many tasks."""
+    """The server's process and its children (PostgreSQL's start sessions of their own), each of their
+    threads, onto `core`; how many tasks."""
     assert server.process is not None
-    session = server.process.pid
-    pinned = 0
+    parents: dict[int, int] = {}
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
-            if os.getsid(pid) != session:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                parents[pid] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+    pinned = 0
+    for pid in parents:
+        ancestor = pid
+        while ancestor not in (server.process.pid, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        try:
+            if ancestor != server.process.pid:
                 continue
             for tid in os.listdir(f"/proc/{pid}/task"):
                 os.sched_setaffinity(int(tid), {core})

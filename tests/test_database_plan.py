@@ -65,8 +65,9 @@ def test_delta_gets_its_share_of_the_estimate() -> None:
 
 def test_streams_on_a_shared_small_box_is_one() -> None:
     s = choose_streams(client=2, local=True, server=None, override=None)
-    assert s.count == 1 and "shares this machine's 2 cores" in s.why
-    assert choose_streams(client=1, local=True, server=None, override=None).count == 1
+    assert s.count == 1 and s.why == "the server is on this machine: half the 2 cores this process may use"
+    alone = choose_streams(client=1, local=True, server=None, override=None)
+    assert alone.count == 1 and alone.why == "the server is on this machine; this process may use 1 core"
     assert choose_streams(client=16, local=True, server=None, override=None).count == 8
 
 

@@ -72,6 +72,7 @@ and messages use the URL without it, and engine text is scrubbed of it as well.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -802,14 +803,20 @@ class DatabaseSource:
         if len(members) == 1:
             extras = (f"{quote_str(members[0][0].key)} AS `_chute_unit`", f"{first.row_number} AS `_chute_row`")
             return first.table.select(first.where, structure, extras)
-        which = ", ".join(f"{p.condition}, {quote_str(u.key)}" for u, p in members)
-        starts = ", ".join(f"{p.condition}, {p.start}" for _, p in members)
+        parts = [p for _, p in members]
         k = quote_ident(first.key)
-        extras = (
-            f"multiIf({which}, '') AS `_chute_unit`",
-            f"toUInt64(toInt128({k}) - multiIf({starts}, 0) + 1) AS `_chute_row`",
-        )
-        return first.table.select(_merged_filter([p for _, p in members]), structure, extras)
+        if all(a.window == b.window and a.end == b.start for a, b in itertools.pairwise(parts)):
+            # Adjacent ranges (the usual batch): the first range whose end is past the key, one
+            # comparison each (the filter has already dropped keys outside them all).
+            which = "".join(f"{k} < {p.end}, {quote_str(u.key)}, " for u, p in members[:-1])
+            starts = "".join(f"{k} < {p.end}, {p.start}, " for p in parts[:-1])
+            unit, start = f"multiIf({which}{quote_str(members[-1][0].key)})", f"multiIf({starts}{parts[-1].start})"
+        else:
+            which = ", ".join(f"{p.condition}, {quote_str(u.key)}" for u, p in members)
+            starts = ", ".join(f"{p.condition}, {p.start}" for p in parts)
+            unit, start = f"multiIf({which}, '')", f"multiIf({starts}, 0)"
+        extras = (f"{unit} AS `_chute_unit`", f"toUInt64(toInt128({k}) - {start} + 1) AS `_chute_row`")
+        return first.table.select(_merged_filter(parts), structure, extras)
 
     def declared_columns(self, unit: Unit) -> list[Column] | None:
         return [Column(c.name, c.type) for c in self.parts[unit.key].table.columns]

@@ -134,8 +134,11 @@ def choose_streams(client: int, local: bool, server: int | None, override: int |
     if override is not None:
         return Streams(override, "streams=N in the source URL")
     if local:
-        count = max(1, client // 2)
-        return Streams(count, f"the server shares this machine's {client} core{'s' if client > 1 else ''}")
+        if client == 1:
+            return Streams(1, "the server is on this machine; this process may use 1 core")
+        return Streams(
+            max(1, client // 2), f"the server is on this machine: half the {client} cores this process may use"
+        )
     if server is None:
         count = max(1, min(client, UNKNOWN_SERVER))
         return Streams(count, f"{client} cores here, the server's workers unknown (at most {UNKNOWN_SERVER})")
