@@ -159,6 +159,29 @@ class Side:
         quoted = ", ".join(f"'{a}'" for a in args)
         return f"SELECT * FROM {self.dialect}({quoted}) WHERE {where}"
 
+    def text_read(self, rows: int) -> tuple[list[str], str]:
+        """The whole table as chute reads it (numeric as text, cast by the engine), to Null."""
+        args = [self.server.address, TEST_DATABASE, "t", TEST_USER, TEST_PASSWORD]
+        if self.dialect == "postgresql":
+            args.append("public")
+        engine = "PostgreSQL" if self.dialect == "postgresql" else "MySQL"
+        quoted = ", ".join(f"'{a}'" for a in args)
+        at = "DateTime64(6)"
+        flag = "UInt8" if self.dialect == "postgresql" else "Int8"
+        structure = (
+            f"id Int64, name String, amount Nullable(String), at Nullable({at}), qty Nullable(Int32), "
+            f"note Nullable(String), flag Nullable({flag})"
+        )
+        setup = [
+            "CREATE DATABASE IF NOT EXISTS bench_read ENGINE = Memory",
+            "DROP TABLE IF EXISTS bench_read.t",
+            f"CREATE TABLE bench_read.t ({structure}) ENGINE = {engine}({quoted})",
+        ]
+        return setup, (
+            "SELECT id, name, CAST(amount, 'Nullable(Decimal(12, 2))'), at, qty, note, flag FROM bench_read.t "
+            f"WHERE id >= 1 AND id < {rows + 1} FORMAT Null"
+        )
+
 
 ENV = {
     **os.environ,
@@ -184,8 +207,10 @@ def checksum(directory: str) -> dict[str, object]:
     return dict(json.loads(out.stdout))
 
 
-def engine_seconds(sql: str) -> float:
+def engine_seconds(sql: str, setup: list[str] | None = None) -> float:
     engine = open_engine(":memory:")
+    for statement in setup or []:
+        engine.execute(statement)
     started = time.perf_counter()
     engine.execute(sql)
     return time.perf_counter() - started
@@ -273,6 +298,9 @@ def bench_one(side: Side, args: argparse.Namespace, work: Path, client: list[str
         union = " UNION ALL ".join(side.function(f"id > {i * step} AND id <= {(i + 1) * step}") for i in range(parts))
         label = f"engine {side.dialect}() to Null, {parts} stream{'s' if parts > 1 else ''}"
         bounds[label] = median([engine_seconds(f"SELECT * FROM ({union}) FORMAT Null") for _ in range(3)])
+    bounds[f"engine {side.dialect} read as chute reads it (numeric as text), 1 stream"] = median(
+        [engine_seconds(side.text_read(args.rows)[1], side.text_read(args.rows)[0]) for _ in range(3)]
+    )
     source = DatabaseSource([url.replace(f"{TEST_USER}@", f"{TEST_USER}:{TEST_PASSWORD}@")], SourceOptions())
     _ = source.engine
     planning = median([_timed(source.units) for _ in range(5)])
