@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from chute.errors import UsageError
 from chute.sources import dbplan
-from chute.sources.database import parse_url
+from chute.sources.database import _merged_filter, _Part, parse_url
 from chute.sources.dbplan import choose_streams, estimate_cuts, is_local, mysql_str, pg_ident, pg_str, scaled_rows
 
 
@@ -125,3 +126,18 @@ def test_streams_in_the_url() -> None:
     for bad in ("streams=0", "streams=x", "streams="):
         with pytest.raises(UsageError, match="streams=N"):
             parse_url(f"mysql://me@h/db/t?{bad}")
+
+
+def test_whole_table_is_filtered_by_the_engine_only() -> None:
+    """A batch that covers the table as planned sends no filter to the server (identity() is not
+    pushed down), yet the engine still drops rows past the ranges; a part of it filters at the server."""
+    table = SimpleNamespace(key_span=(1, 101))
+    parts = [_Part(table, "", "id", 1, 51), _Part(table, "", "id", 51, 101)]  # type: ignore[arg-type]
+    assert _merged_filter(parts) == "identity(`id`) >= 1 AND identity(`id`) < 101"
+    assert _merged_filter(parts[1:]) == "`id` >= 51 AND `id` < 101"
+    table.key_span = None  # a delta or a repair: the server filters
+    assert _merged_filter(parts) == "`id` >= 1 AND `id` < 101"
+    cursor = [_Part(table, "`at` <= 5", "id", 1, 51), _Part(table, "`at` <= 5", "id", 51, 101)]  # type: ignore[arg-type]
+    assert _merged_filter(cursor) == "`at` <= 5 AND `id` >= 1 AND `id` < 101"
+    apart = [_Part(table, "", "id", 1, 11), _Part(table, "", "id", 51, 61)]  # type: ignore[arg-type]
+    assert _merged_filter(apart) == "(`id` >= 1 AND `id` < 11) OR (`id` >= 51 AND `id` < 61)"

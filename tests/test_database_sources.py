@@ -26,7 +26,8 @@ from chute.api import LoadOptions, load
 from chute.cli import main
 from chute.engine import open_engine
 from chute.errors import UsageError
-from chute.sources.database import parse_url
+from chute.sources import Unit
+from chute.sources.database import DatabaseSource, parse_url
 
 from .extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer, running
 
@@ -456,3 +457,23 @@ def test_odd_names_sparse_keys_and_streams_in_the_report(db: Db, target: str) ->
     assert row == [{"n": 101, "k": 101, "low": 50}]
     again = load(db.url(urllib.parse.quote(table, safe=""), query="?rows_per_range=20"), "odd", target)
     assert again.ok and again.files == [] and not [n for n in again.notes if "stream" in n]
+
+
+def test_rows_added_after_planning_wait_for_the_next_run(db: Db, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load reads the whole table without a server-side filter: rows committed between
+    planning and reading, past the planned ranges, are not loaded under those ranges' names."""
+    db.make_items("late", 1, 1000)
+    planned = DatabaseSource.units
+
+    def units_then_insert(self: DatabaseSource) -> list[Unit]:
+        found = planned(self)
+        db.make_items("late", 1001, 1100, create=False)
+        return found
+
+    monkeypatch.setattr(DatabaseSource, "units", units_then_insert)
+    first = load(db.url("late", query="?rows_per_range=300"), "late", target)
+    assert first.ok and first.rows_loaded == 1000 and first.table_rows == 1000
+    monkeypatch.setattr(DatabaseSource, "units", planned)
+    second = load(db.url("late", query="?rows_per_range=300"), "late", target)
+    assert [(f.source.rsplit("#", 1)[1], f.rows_loaded) for f in second.files] == [("id=[1001,1101)", 100)]
+    assert _engine_checksum(target, "late") == db.checksum("late")
