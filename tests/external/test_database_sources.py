@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from chute.cli import main
 from chute.engine import open_engine
 from chute.errors import UsageError
 from chute.load import LoadOptions, load
+from chute.sources.database import DatabaseSource
+from chute.units import Unit
 
 from ..harness.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer, running
 
@@ -156,6 +159,8 @@ def test_full_load_rerun_and_delta(db: Db, target: str) -> None:
     sources = [r["s"] for r in engine.rows("SELECT DISTINCT _source AS s FROM items")]
     units = [r["u"] for r in engine.rows("SELECT DISTINCT unit AS u FROM _chute_ledger")]
     assert len(sources) == 9 and sorted(sources) == sorted(units)
+    # Planning's dictionary and the table that read numeric as text are gone with the load.
+    assert engine.rows("SELECT name FROM system.databases WHERE startsWith(name, '_chute')") == []
     assert not [s for s in sources + units if TEST_PASSWORD in s]
     # _source_row: the key's place in its range, so (_source, _source_row) finds the row.
     assert engine.rows("SELECT countIf(id != 30001 + _source_row - 1) AS bad FROM items WHERE id > 30000") == [
@@ -406,3 +411,52 @@ def test_table_without_key_is_one_unit_recounted(postgres: PostgresServer, targe
     assert [f.state for f in changed.files] == ["skipped"] and "changed since it was loaded" in changed.notes[0]
     reloaded = load(url, "heap", target, LoadOptions(where="a <= 50", on_change="reload"))
     assert reloaded.rows_loaded == 51 and reloaded.table_rows == 51
+
+
+def test_odd_names_sparse_keys_and_streams_in_the_report(db: Db, target: str) -> None:
+    """Names reach the server's own queries quoted; a key with a huge gap plans from the catalog
+    (no count per range) and loads every row once; the report says how many streams read and why."""
+    if db.dialect == "postgresql":
+        # (The engine cannot read a PostgreSQL name holding a double quote: it writes it as \".)
+        table, quoted, key = "odd 't' x", "\"odd 't' x\"", "\"my 'key'\""
+        rows = (
+            "SELECT g, 'v' || g FROM generate_series(1, 50) g "
+            "UNION ALL SELECT 1000000000000 + g, 'w' FROM generate_series(1, 51) g"
+        )
+    else:
+        table, quoted, key = "odd `t` x'", "`odd ``t`` x'`", '`my "key"`'
+        rows = (
+            "SELECT seq, CONCAT('v', seq) FROM seq_1_to_50 UNION ALL SELECT 1000000000000 + seq, 'w' FROM seq_1_to_51"
+        )
+    db.sql(f"CREATE TABLE {quoted} ({key} bigint PRIMARY KEY, v text); INSERT INTO {quoted} {rows};")
+    url = db.url(urllib.parse.quote(table, safe=""), query="?rows_per_range=20&streams=2")
+    report = load(url, "odd", target)
+    assert report.ok and report.rows_loaded == 101 and len(report.files) == 6
+    assert [n for n in report.notes if "stream" in n] == [
+        f"{db.shown}{_table(db, table)}: read by 2 streams: streams=N in the source URL"
+    ]
+    k = "`my 'key'`" if db.dialect == "postgresql" else '`my "key"`'
+    row = open_engine(target).rows(f"SELECT count() AS n, uniqExact({k}) AS k, sum({k} < 100) AS low FROM odd")
+    assert row == [{"n": 101, "k": 101, "low": 50}]
+    again = load(db.url(urllib.parse.quote(table, safe=""), query="?rows_per_range=20"), "odd", target)
+    assert again.ok and again.files == [] and not [n for n in again.notes if "stream" in n]
+
+
+def test_rows_added_after_planning_wait_for_the_next_run(db: Db, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load reads the whole table without a server-side filter: rows committed between
+    planning and reading, past the planned ranges, are not loaded under those ranges' names."""
+    db.make_items("late", 1, 1000)
+    planned = DatabaseSource.units
+
+    def units_then_insert(self: DatabaseSource) -> list[Unit]:
+        found = planned(self)
+        db.make_items("late", 1001, 1100, create=False)
+        return found
+
+    monkeypatch.setattr(DatabaseSource, "units", units_then_insert)
+    first = load(db.url("late", query="?rows_per_range=300"), "late", target)
+    assert first.ok and first.rows_loaded == 1000 and first.table_rows == 1000
+    monkeypatch.setattr(DatabaseSource, "units", planned)
+    second = load(db.url("late", query="?rows_per_range=300"), "late", target)
+    assert [(f.source.rsplit("#", 1)[1], f.rows_loaded) for f in second.files] == [("id=[1001,1101)", 100)]
+    assert _engine_checksum(target, "late") == db.checksum("late")
