@@ -10,7 +10,8 @@ import pytest
 
 from chute.errors import UsageError
 from chute.sources import dbplan
-from chute.sources.database import _merged_filter, _Part, parse_url
+from chute.sources.database import parse_url
+from chute.sources.database.columns import Part, merged_filter
 from chute.sources.dbplan import choose_streams, estimate_cuts, is_local, mysql_str, pg_ident, pg_str, scaled_rows
 
 
@@ -132,12 +133,12 @@ def test_whole_table_is_filtered_by_the_engine_only() -> None:
     """A batch that covers the table as planned sends no filter to the server (identity() is not
     pushed down), yet the engine still drops rows past the ranges; a part of it filters at the server."""
     table = SimpleNamespace(key_span=(1, 101))
-    parts = [_Part(table, "", "id", 1, 51), _Part(table, "", "id", 51, 101)]  # type: ignore[arg-type]
-    assert _merged_filter(parts) == "identity(`id`) >= 1 AND identity(`id`) < 101"
-    assert _merged_filter(parts[1:]) == "`id` >= 51 AND `id` < 101"
+    parts = [Part(table, "", "id", 1, 51), Part(table, "", "id", 51, 101)]  # type: ignore[arg-type]
+    assert merged_filter(parts) == "identity(`id`) >= 1 AND identity(`id`) < 101"
+    assert merged_filter(parts[1:]) == "`id` >= 51 AND `id` < 101"
     table.key_span = None  # a delta or a repair: the server filters
-    assert _merged_filter(parts) == "`id` >= 1 AND `id` < 101"
-    cursor = [_Part(table, "`at` <= 5", "id", 1, 51), _Part(table, "`at` <= 5", "id", 51, 101)]  # type: ignore[arg-type]
-    assert _merged_filter(cursor) == "`at` <= 5 AND `id` >= 1 AND `id` < 101"
-    apart = [_Part(table, "", "id", 1, 11), _Part(table, "", "id", 51, 61)]  # type: ignore[arg-type]
-    assert _merged_filter(apart) == "(`id` >= 1 AND `id` < 11) OR (`id` >= 51 AND `id` < 61)"
+    assert merged_filter(parts) == "`id` >= 1 AND `id` < 101"
+    cursor = [Part(table, "`at` <= 5", "id", 1, 51), Part(table, "`at` <= 5", "id", 51, 101)]  # type: ignore[arg-type]
+    assert merged_filter(cursor) == "`at` <= 5 AND `id` >= 1 AND `id` < 101"
+    apart = [Part(table, "", "id", 1, 11), Part(table, "", "id", 51, 61)]  # type: ignore[arg-type]
+    assert merged_filter(apart) == "(`id` >= 1 AND `id` < 11) OR (`id` >= 51 AND `id` < 61)"

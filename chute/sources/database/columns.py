@@ -1,0 +1,149 @@
+"""A database table's columns and the key ranges that make its units (filters, row numbers)."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chute.errors import SchemaError
+from chute.sql import quote_ident, quote_str
+
+if TYPE_CHECKING:  # (a part names its table; the table module builds parts)
+    from chute.sources.database.table import DatabaseTable
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    """A column as chute reads it: `expr` (over the engine's raw column) gives `type`."""
+
+    name: str
+    raw: str  # the engine's type for the column, as its table function reads it
+    type: str
+    expr: str
+    zone: str = ""  # a timestamp with zone: the zone of the text the server writes and compares it in
+
+
+@dataclass(frozen=True)
+class Part:
+    """What one unit reads of its table: a filter over the raw columns (`window`: a --cursor's) and,
+    for a key range, the key column and [start, end)."""
+
+    table: DatabaseTable
+    window: str = ""
+    key: str = ""  # the key column of a key range ("": the unit is no key range)
+    start: int = 0
+    end: int = 0
+
+    @property
+    def where(self) -> str:
+        return " AND ".join(t for t in (self.window, self.key_filter(self.start, self.end)) if t)
+
+    def key_filter(self, start: int, end: int) -> str:
+        if not self.key:
+            return ""
+        k = quote_ident(self.key)
+        return f"{k} >= {start} AND {k} < {end}"
+
+    @property
+    def condition(self) -> str:
+        return self.where or "1"
+
+    @property
+    def row_number(self) -> str:
+        """`_source_row`: the key's offset in its range (+1), so the row is found again from
+        `_source` and `_source_row` alone and ranges read together number alike; without a
+        key, the row's number in the one stream the server sends."""
+        if self.key:
+            return f"toUInt64(toInt128({quote_ident(self.key)}) - {self.start} + 1)"
+        return "rowNumberInAllBlocks() + 1"
+
+
+def merged_filter(parts: list[Part]) -> str:
+    """The filter that reads key ranges together: adjacent ranges (same window) as one, so the
+    server tests each row against one range, not one per unit."""
+    spans: list[tuple[str, int, int]] = []
+    for p in sorted(parts, key=lambda p: (p.window, p.start)):
+        if spans and spans[-1][0] == p.window and spans[-1][2] == p.start:
+            spans[-1] = (p.window, spans[-1][1], p.end)
+        else:
+            spans.append((p.window, p.start, p.end))
+    first = parts[0]
+    span = first.table.key_span
+    if len(spans) == 1 and not spans[0][0] and span is not None and spans[0][1] <= span[0] and spans[0][2] >= span[1]:
+        # The whole table as planned: the server sends it all (it spends ~7 % of a COPY's time on
+        # a range filter), the engine drops rows added past the ranges since (identity() is not
+        # pushed down to the server).
+        k = f"identity({quote_ident(first.key)})"
+        return f"{k} >= {spans[0][1]} AND {k} < {spans[0][2]}"
+    terms = [" AND ".join(t for t in (w, first.key_filter(a, b)) if t) for w, a, b in spans]
+    return terms[0] if len(terms) == 1 else " OR ".join(f"({t})" for t in terms)
+
+
+def split_nullable(type_name: str) -> tuple[bool, str]:
+    if type_name.startswith("Nullable(") and type_name.endswith(")"):
+        return True, type_name[9:-1]
+    return False, type_name
+
+
+def split_top(text: str, sep: str) -> Iterator[str]:
+    """Split at `sep` outside parentheses and quotes (structures and types)."""
+    depth, quote, start, i = 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            yield text[start:i]
+            start = i + len(sep)
+            i = start
+            continue
+        i += 1
+    yield text[start:]
+
+
+def parse_structure(structure: str) -> list[tuple[str, str, str]]:
+    """(name, type, default SQL) of each column of a structure chute wrote (`Column.structure_sql`)."""
+    found = []
+    for item in split_top(structure, ","):
+        item = item.strip()
+        if not item:
+            continue
+        match = re.match(r"`((?:[^`\\]|\\.)*)`\s+", item)
+        if not match:
+            raise SchemaError(f"cannot read the column list {structure[:200]!r}")
+        name = re.sub(r"\\(.)", r"\1", match.group(1))
+        rest = list(split_top(item[match.end() :], " DEFAULT "))
+        found.append((name, rest[0].strip(), rest[1].strip() if len(rest) > 1 else ""))
+    return found
+
+
+def scrub_secret(text: str, secret: str) -> str:
+    if not secret:
+        return text
+    for form in {secret, quote_str(secret)[1:-1], urllib.parse.quote(secret, safe="")}:
+        text = text.replace(form, "***")
+    return text
+
+
+def one_reason(message: str) -> str:
+    """The server's own words from an engine error about a connection or table."""
+    for pattern in (
+        r"port \d+ failed: (?:FATAL:\s*)?(.+?)[\s.]*$",
+        r"mysqlxx::\w+: (.+?)(?: \(\(nullptr\):\d+\))?[\s.]*$",
+    ):
+        match = re.search(pattern, message)
+        if match:
+            return match.group(1).strip().rstrip(".")
+    return message

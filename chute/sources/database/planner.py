@@ -1,0 +1,175 @@
+"""Units of a table from the ledger and the key's bounds: new ranges, repairs, cursor windows."""
+
+from __future__ import annotations
+
+import re
+
+from chute.errors import UsageError
+from chute.sources.database.columns import Part, split_nullable
+from chute.sources.database.table import DatabaseTable
+from chute.sources.database.url import INTEGER_TYPE, RANGE_PART, WINDOW_PART
+from chute.sources.dbplan import (
+    estimate_cuts,
+)
+from chute.sql import quote_ident
+from chute.units import Unit
+
+
+def fragment_parts(fragment: str) -> dict[str, re.Match[str]]:
+    """{"range": ..., "window": ...} of a unit key's fragment (`c=(v0,v1]&k=[a,b)`)."""
+    found: dict[str, re.Match[str]] = {}
+    for piece in fragment.split("&") if fragment else []:
+        key_range, window = RANGE_PART.match(piece), WINDOW_PART.match(piece)
+        if key_range:
+            found["range"] = key_range
+        elif window:
+            found["window"] = window
+    return found
+
+
+class Planner:
+    """The units of one table for this run: repairs of unfinished ones, then what is new."""
+
+    def __init__(self, table: DatabaseTable, loaded: tuple[tuple[str, str], ...], now: int, parts: dict[str, Part]):
+        self.table = table
+        self.now = now
+        self.parts = parts
+        self.base = table.url.display
+        self.known = [
+            (key, state, fragment_parts(key[len(self.base) + 1 :]))
+            for key, state in loaded
+            if key == self.base or key.startswith(self.base + "#")
+        ]
+        self.rows_per_range = table.url.rows_per_range
+
+    def plan(self) -> list[Unit]:
+        self._check_mode()
+        units = self._repairs()
+        repaired = {u.key for u in units}
+        if self.table.cursor is not None:
+            new = self._window()
+        elif self.table.key is not None:
+            new = self._ranges()
+        else:
+            new = self._whole()
+        return units + [u for u in new if u.key not in repaired]
+
+    def _mode(self) -> str:
+        if self.table.cursor is not None:
+            return f"--cursor {self.table.cursor.name}"
+        if self.table.key is not None:
+            return f"ranges of {self.table.key.name}"
+        return "the whole table"
+
+    def _check_mode(self) -> None:
+        """Units of another kind (another key, a cursor, the whole table) would load rows twice."""
+        t = self.table
+        for key, _state, parts in self.known:
+            window, key_range = parts.get("window"), parts.get("range")
+            if t.cursor is not None:
+                ok = window is not None and window.group("col") == t.cursor.name
+            elif t.key is not None:
+                ok = window is None and key_range is not None and key_range.group("col") == t.key.name
+            else:
+                ok = not parts
+            if not ok:
+                earlier = key.split("#", 1)[1] if "#" in key else "the whole table"
+                raise UsageError(
+                    f"{self.base}: loaded into this table before as {earlier!r}, now as {self._mode()}: "
+                    "rows would load twice; keep the earlier --split-by/--cursor or load into a new table"
+                )
+
+    def _part(self, parts: dict[str, re.Match[str]]) -> Part:
+        """The filter (over raw columns) a unit key stands for."""
+        t = self.table
+        terms = []
+        window = parts.get("window")
+        if window is not None and t.cursor is not None:
+            c = quote_ident(t.cursor.name)
+            if window.group("v0"):
+                terms.append(f"{c} > {t.literal(t.cursor, window.group('v0'))}")
+            terms.append(f"{c} <= {t.literal(t.cursor, window.group('v1'))}")
+        key_range = parts.get("range")
+        if key_range is None:
+            return Part(t, " AND ".join(terms))
+        start, end = int(key_range.group("a")), int(key_range.group("b"))
+        return Part(t, " AND ".join(terms), key_range.group("col"), start, end)
+
+    def _unit(self, fragment: str, rows: int) -> Unit:
+        # size > 0: the loader takes a 0-size unit for an empty file; an interrupted range
+        # that is empty now must still run, so that what it left is deleted.
+        key = f"{self.base}#{fragment}" if fragment else self.base
+        self.parts[key] = self._part(fragment_parts(fragment))
+        return Unit(key=key, size=max(rows, 1), mtime_ns=self.now, fmt=self.table.fmt, etag=fragment or "table")
+
+    def _repairs(self) -> list[Unit]:
+        """Units the ledger has as started or failed: planned again under the same key."""
+        unfinished = [key for key, state, _ in self.known if state != "done"]
+        if not unfinished:
+            return []
+        t = self.table
+        fragments = [key[len(self.base) + 1 :] for key in unfinished]
+        conditions = [self._part(fragment_parts(f)).condition for f in fragments]
+        counts = ", ".join(f"countIf({c}) AS c{i}" for i, c in enumerate(conditions))
+        scope = " OR ".join(f"({c})" for c in conditions)
+        row = t.rows(f"SELECT {counts} FROM {t.url.function()}{t.raw_filter(scope)}", "counting unfinished rows")[0]
+        return [self._unit(f, int(row[f"c{i}"])) for i, f in enumerate(fragments)]
+
+    def _whole(self) -> list[Unit]:
+        """No key: one unit, recounted each run (its identity is the row count)."""
+        t = self.table
+        rows = int(t.rows(f"SELECT count() AS n FROM {t.url.function()}{t.raw_filter()}", "counting rows")[0]["n"])
+        return [self._unit("", rows)] if rows or self.known else []
+
+    def _ranges(self, window: str = "", stats: tuple[int, int, int | None] | None = None) -> list[Unit]:
+        """New key ranges: past the largest range end known, up to the largest key now (+1).
+
+        Without a cursor the bounds come from the server (min and max through the key's index,
+        the row estimate from its catalog): no row is read to plan.
+        """
+        t = self.table
+        assert t.key is not None
+        start = None
+        if not window:
+            ends = [int(p["range"].group("b")) for _, _, p in self.known if "range" in p]
+            start = max(ends) if ends else None
+        if stats is None:
+            stats = t.key_bounds(start)
+            if stats is None:
+                return []
+        lo, hi, rows = stats
+        if start is None and not window:
+            t.key_span = (lo, hi + 1)
+        cuts = estimate_cuts(lo if start is None else max(lo, start), hi, rows, self.rows_per_range, t.unique_key)
+        if start is not None:
+            # The first new range starts where the last one known ended (keys in between are gone or never were).
+            cuts[0] = (start, cuts[0][1], cuts[0][2])
+        prefix = f"{window}&" if window else ""
+        return [self._unit(f"{prefix}{t.key.name}=[{a},{b})", n) for a, b, n in cuts]
+
+    def _window(self) -> list[Unit]:
+        """--cursor: rows past the largest cursor value loaded before, up to the largest now."""
+        t = self.table
+        assert t.cursor is not None
+        c = quote_ident(t.cursor.name)
+        numeric = INTEGER_TYPE.match(split_nullable(t.cursor.raw)[1]) is not None
+        ends = [p["window"].group("v1") for _, _, p in self.known if "window" in p]
+        v0 = (max(ends, key=int) if numeric else max(ends)) if ends else ""
+        after = f"{c} > {t.literal(t.cursor, v0)}" if v0 else f"{c} IS NOT NULL"
+        key_stats = ""
+        if t.key is not None:
+            k = quote_ident(t.key.name)
+            key_stats = f", toString(min({k})) AS lo, toString(max({k})) AS hi"
+        got = t.rows(
+            f"SELECT toString(max({t.cursor.expr})) AS v1, count() AS n{key_stats} "
+            f"FROM {t.url.function()}{t.raw_filter(after)}",
+            "reading the cursor",
+        )[0]
+        total = int(got["n"])
+        if total == 0:
+            return []
+        v1 = str(got["v1"])
+        window = f"{t.cursor.name}=({v0},{v1}]"
+        if t.key is not None:
+            return self._ranges(window, (int(got["lo"]), int(got["hi"]), total))
+        return [self._unit(window, total)]
