@@ -243,6 +243,17 @@ class Claims:
             if (kept := [h for h in found if h.token not in mine and not self._dead(h)])
         }
 
+    def local_workers(self) -> int:
+        """Workers of this host (this one included) holding live claims on the table now: they
+        share this host's cores."""
+        found = self._rows(
+            f"SELECT uniqExact(process) AS n FROM (SELECT token, any(process) AS process FROM {self.name.sql} "
+            f"WHERE `table` = {quote_str(str(self.table))} AND host = {quote_str(self.host)} GROUP BY unit, token "
+            "HAVING max(lease_end) > now() AND countIf(state != 'held') = 0)",
+            "reading claims",
+        )
+        return max(1, int(found[0]["n"])) if found else 1
+
     def all_live(self) -> list[Holder]:
         """Every live claim on this table's units (claims of processes known gone left out)."""
         return [h for found in self._live(None).values() for h in found if not self._dead(h)]

@@ -7,6 +7,7 @@ over. A claimed unit's ledger state is read afresh before it loads.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -17,6 +18,9 @@ from chute.load.context import LoadContext
 from chute.load.outcome import Plan
 from chute.units import Unit
 
+SHARE_RECOUNT_SECONDS = 2.0
+"""How often a worker counts the workers on its host (a claims read)."""
+
 
 class Sharing:
     def __init__(self, ctx: LoadContext, claims: Claims) -> None:
@@ -25,6 +29,7 @@ class Sharing:
         self.waiting: dict[str, Unit] = {}
         """Units another worker held when this one wanted them: looked at again at the end."""
         self._lock = threading.Lock()
+        self._counted_at = -SHARE_RECOUNT_SECONDS
 
     def wait_for(self, units: Sequence[Unit]) -> None:
         with self._lock:
@@ -49,6 +54,7 @@ class Sharing:
             for key in mine:
                 self.waiting.pop(key, None)
         units = [u for u in batch if u.key in mine]
+        self._share_cores()
         load, settled = self._fresh(units, plan)
         for unit in list(load):
             if unit.is_range and not self._earlier_ranges_done(unit):
@@ -57,6 +63,18 @@ class Sharing:
                 self.wait_for([unit])
         self.claims.release(settled)
         return load
+
+    def _share_cores(self) -> None:
+        """Workers on one host share its cores: each takes its part of them (unless --workers
+        says otherwise), so that two workers on two cores do not run four engine threads."""
+        if self.ctx.opts.workers is not None:
+            return
+        now = time.monotonic()
+        if now - self._counted_at < SHARE_RECOUNT_SECONDS:
+            return
+        self._counted_at = now
+        cores = os.cpu_count() or 1
+        self.ctx.workers = max(1, cores // self.claims.local_workers())
 
     def _fresh(self, units: list[Unit], plan: Plan) -> tuple[list[Unit], list[str]]:
         """(units to load, keys settled without loading) by the ledger as it stands now."""
