@@ -252,7 +252,7 @@ class Claims:
             "HAVING max(lease_end) > now() AND countIf(state != 'held') = 0)",
             "reading claims",
         )
-        return max(1, int(found[0]["n"])) if found else 1
+        return max(1, int(str(found[0]["n"]))) if found else 1
 
     def all_live(self) -> list[Holder]:
         """Every live claim on this table's units (claims of processes known gone left out)."""

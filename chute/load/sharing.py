@@ -126,6 +126,7 @@ class Sharing:
     ) -> None:
         """Units other workers held: done when they are done; taken over when their claims end."""
         rng = random.Random()
+        idle = 0
         while True:
             with self._lock:
                 waiting = sorted(self.waiting.values(), key=lambda u: (u.origin, u.start, u.key))
@@ -138,9 +139,13 @@ class Sharing:
                     one(batch)
                 with self._lock:
                     if len(self.waiting) < len(waiting):
+                        idle = 0
                         continue
-            # Nothing moved: wait a moment (apart from other workers) before looking again.
-            time.sleep(min(1.0, self.ctx.opts.lease_seconds / 10) * rng.uniform(0.5, 1.5))
+            # Nothing moved: wait a moment (apart from other workers) before looking again; soon
+            # at first (a holder near its end releases within a batch), then less often.
+            pause = min(1.0, self.ctx.opts.lease_seconds / 10, 0.05 * 2**idle)
+            idle += 1
+            time.sleep(pause * rng.uniform(0.5, 1.5))
 
     def drop_stale_stages(self) -> None:
         """Stage tables of workers that hold no live claim (killed): theirs alone."""
