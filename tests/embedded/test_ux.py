@@ -245,3 +245,32 @@ def test_a_missing_ca_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
             f"chute: error: cannot set up TLS: SSL_CERT_FILE={tmp_path / 'nonexistent.pem'}: No such file or "
             "directory (point it at CA certificates, or unset it)\n"
         ), out.stderr
+
+
+def test_scratch_copies_of_a_sigkilled_process_are_gone_after_the_next_run(tmp_path: Path) -> None:
+    """A process killed with SIGKILL while it holds a copy of user data: the next load removes it."""
+    import signal
+    import stat
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from chute.scratch import scratch_file; "
+            "p = scratch_file('sample', '.jsonl'); open(p, 'w').write('{\"secret\": 1}'); "
+            "print(p, flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    copy = Path(holder.stdout.readline().strip())
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert copy.exists()  # nobody removed it: the process had no chance to
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    out = run("load", str(tmp_path / "a.jsonl"), "-t", "t", "--target", str(tmp_path / "db"), "-q")
+    assert out.returncode == 0, out.stderr
+    assert not copy.exists()
