@@ -7,56 +7,13 @@ from pathlib import Path
 import pytest
 
 import chute
-from chute.engine import open_engine
 from chute.errors import ChuteError
 from chute.export import MANIFEST, ExportOptions, export
 
+from ..embedded.test_export import ROWS, _make_source, _months, _same
+
 # Types that a careless round trip changes: LowCardinality, Nullable, Decimal,
 # DateTime64 with a zone, arrays, small ints, a string with newlines and quotes.
-TABLE_DDL = """
-CREATE TABLE src (
-    id UInt32, small Int8, name LowCardinality(String), note Nullable(String), price Decimal(18, 4),
-    ts DateTime64(3, 'UTC'), day Date, tags Array(String), ok Bool, text String
-) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY id
-"""
-
-
-ROWS = 30_000
-
-
-FILL = f"""
-INSERT INTO src SELECT number, toInt8(number % 200 - 100), concat('n', toString(number % 7)),
-    if(number % 5 = 0, NULL, concat('note "', toString(number), '",\\nline two')),
-    toDecimal64(number / 3, 4),
-    toDateTime64('2025-01-01 00:00:00', 3, 'UTC') + toIntervalSecond((number * 977) % 31536000),
-    toDate('2025-01-01') + number % 400, [toString(number), 'x'], number % 2 = 1,
-    concat('tab\\there, comma, "quote"\\r\\n', toString(number))
-FROM numbers({ROWS})
-"""
-
-
-CHECK = "SELECT count() AS n, sum(cityHash64(*)) AS h FROM {table}"
-
-
-TYPES = (
-    "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = '{table}' ORDER BY position"
-)
-
-
-def _make_source(target: str) -> None:
-    engine = open_engine(target)
-    engine.execute(TABLE_DDL)
-    engine.execute(FILL)
-
-
-def _same(target: str, table: str) -> None:
-    engine = open_engine(target)
-    assert engine.rows(CHECK.format(table=table)) == engine.rows(CHECK.format(table="src"))
-    assert engine.rows(TYPES.format(table=table)) == engine.rows(TYPES.format(table="src"))
-
-
-def _months(target: str) -> int:
-    return int(open_engine(target).rows("SELECT uniqExact(toYYYYMM(ts)) AS n FROM src")[0]["n"])
 
 
 def test_export_to_s3_and_load_it_back(tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
