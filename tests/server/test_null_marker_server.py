@@ -11,13 +11,15 @@ from chute import nullcheck
 from chute.engine import open_engine
 from chute.sql import quote_str
 
+from ..embedded import test_null_marker as embedded_nulls
 from ..embedded.test_null_marker import (
     NULLS,
     ROWS,
     STRUCTURE,
     _events,
-    null_checks,  # noqa: F401 (a fixture)
 )
+
+null_checks = embedded_nulls.null_checks  # the fixture, for the tests below
 
 
 @pytest.mark.parametrize("nulls", ["none", "late, text", "late, number"])
