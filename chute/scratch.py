@@ -48,7 +48,7 @@ def sweep() -> int:
     removed = 0
     for name in os.listdir(directory):
         match = _NAME.match(name)
-        if match is None or _alive(int(match.group(1))):
+        if match is None or process_alive(int(match.group(1))):
             continue
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(directory, name))
@@ -56,7 +56,8 @@ def sweep() -> int:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this host with this pid exists (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

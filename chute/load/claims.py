@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from chute.errors import ChuteError
+from chute.scratch import process_alive
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 
@@ -108,12 +109,8 @@ def process_gone(process: str) -> bool:
     if not pid_text.isdigit():
         return False
     pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         return True
-    except PermissionError:
-        pass
     return bool(start) and _start_time(pid) not in ("", start)
 
 
