@@ -19,15 +19,14 @@ from dataclasses import dataclass
 from chute.engine import Engine
 from chute.load.values import (
     bad_conditions,
+    checked,
     conversion,
     default_of,
     finals,
-    is_temporal,
     multi_if,
     range_reasons,
     read_type,
     strip_wrappers,
-    widened,
 )
 from chute.schema import Column
 from chute.scratch import scratch_file
@@ -69,14 +68,14 @@ class CheckedRows:
             exprs = []
             for c in columns:
                 name = quote_ident(c.name)
-                if is_temporal(c.type):
-                    # Read as text, checked above (`overflow`): converted here, never clamped.
+                if checked(c.type):
+                    # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else default_of(inner)
                     value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
-                    exprs.append(f"accurateCast({name}, {quote_str(c.type)}) AS {name}" if widened(c.type) else name)
+                    exprs.append(name)
             row, source = "__chute_row", f"{self.parsed.sql} WHERE overflow = ''"
         row = row_of(row)
         values = provenance(row)

@@ -6,7 +6,7 @@ import re
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
-from chute.load.values import widened
+from chute.load.values import fast_read
 from chute.schema import Column, structure
 from chute.sources.base import table_function
 from chute.sql import quote_ident, quote_str
@@ -14,6 +14,8 @@ from chute.units import Unit
 
 ROW_FIX_BLOCK = 8192
 """Rows per parsed block for CSV/TSV with a header under parallel parsing (see `Reads.row_number`)."""
+UNFIT_ROW = 2**62
+"""Added to the `_source_row` of a row whose values do not fit, where such rows are flagged."""
 PARSE_SEGMENT_BYTES = 10 * 2**20
 """The engine's min_chunk_bytes_for_parallel_parsing: the size of its first parsed segment."""
 
@@ -114,13 +116,19 @@ class Reads:
         fmt_name: str | None = None,
         row_expression: str | None = None,
         fd: int | None = None,
+        flag_unfit: bool = False,
     ) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types;
-        with `fd`, the one unit's bytes from that descriptor (see `range_fd`)."""
+        with `fd`, the one unit's bytes from that descriptor (see `range_fd`). With
+        `flag_unfit` (one unit), a row whose values do not fit its columns is kept, not
+        refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass)."""
         unit = units[0]
-        read_as, exprs = self._typed_columns(unit)
+        read_as, exprs, fits = self._typed_columns(unit, flag_unfit)
         fmt_name = fmt_name or self.ctx.format_name(unit)
         row = row_expression or self.row_number(unit, parallel, block)
+        if flag_unfit and fits:
+            assert len(units) == 1
+            row = f"if({' AND '.join(fits)}, {row}, ({row}) + {UNFIT_ROW})"
         if len(units) == 1:
             table_expr = (
                 self.ctx.source.table_expression(unit, structure(read_as), fmt_name)
@@ -138,20 +146,25 @@ class Reads:
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
-    def _typed_columns(self, unit: Unit) -> tuple[list[Column], list[str]]:
-        """The structure to read the input with, and the SELECT's column expressions."""
+    def _typed_columns(self, unit: Unit, flag_unfit: bool = False) -> tuple[list[Column], list[str], list[str]]:
+        """The structure to read the input with, the SELECT's column expressions, and (with
+        `flag_unfit`: expressions that never fail) the conditions that the values fit."""
         inputs = self.ctx.input_columns()
         read_as = list(inputs)
         exprs = []
+        fits = []
+        json = unit.fmt.format == "JSONEachRow"
         for i, col in enumerate(inputs):
-            wide = widened(col.type) if unit.fmt.is_text else None
-            if wide is None:
+            fast = fast_read(col.name, col.type, json) if unit.fmt.is_text else None
+            if fast is None:
                 exprs.append(quote_ident(col.name))
             else:
-                # Text parsers wrap integers that do not fit; read wide, cast exactly.
-                read_as[i] = Column(col.name, wide, col.default_kind, col.default_expression)
-                exprs.append(f"accurateCast({quote_ident(col.name)}, {quote_str(col.type)}) AS {quote_ident(col.name)}")
-        return read_as, exprs
+                # Text parsers wrap, clamp and roll over values that do not fit: read wide or
+                # as text, convert exactly (values.fast_read).
+                read_as[i] = Column(col.name, fast.read_as, col.default_kind, col.default_expression)
+                exprs.append(f"{fast.lenient if flag_unfit else fast.value} AS {quote_ident(col.name)}")
+                fits.append(fast.fits)
+        return read_as, exprs, fits
 
     # -- partition order ------------------------------------------------------
 

@@ -17,7 +17,7 @@ from chute.load.careful import RAW_LIMIT, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
 from chute.load.outcome import Plan, batch_label, done, fail
-from chute.load.reads import Reads
+from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.recovery import UNKNOWN_FIELD
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.sizing import Sizing
@@ -60,8 +60,9 @@ class TolerantPass:
         self.ctx.tolerant_tried.update(u.key for u in batch)
         errors = ErrorFiles.for_keys([u.key for u in batch])
         outcome: dict[str, Any] = {}
-        settings = {**self.sizing.settings(batch), **SKIP_ERRORS}
-        selects = [errors.wrap(u.key, self.reads.select_sql([u]), settings) for u in batch]
+        # The flag of a row whose values do not fit reads the columns, not the SELECT's aliases.
+        settings = {**self.sizing.settings(batch), **SKIP_ERRORS, "prefer_column_name_to_alias": 1}
+        selects = [errors.wrap(u.key, self.reads.select_sql([u], flag_unfit=True), settings) for u in batch]
         try:
             self.ctx.target.write_batch(
                 self.ctx.table,
@@ -92,11 +93,18 @@ class TolerantPass:
             self.commit.unchanged_check(batch)(stage, counts)
             assert stage is not None
             target = self.ctx.target
-            bad = {k: v for k, v in errors.positions(target.engine).items() if v}
+            skipped = {k: v for k, v in errors.positions(target.engine).items() if v}
+            unfit = self._unfit(stage, skipped)
+            if unfit:
+                unfit_rows = f"DELETE WHERE _source_row >= {UNFIT_ROW}"
+                target.mutate(stage, unfit_rows, "removing rows whose values do not fit")
+                for key, positions in unfit.items():
+                    counts[key] = counts.get(key, 0) - len(positions)
+            bad = {k: sorted(skipped.get(k, []) + unfit.get(k, [])) for k in set(skipped) | set(unfit)}
             rejected = self._keep_rejects(bad, counts, by_key) if bad else {}
-            if bad:
-                dirty = ", ".join(quote_str(k) for k in bad)
-                numbers = f"UPDATE _source_row = {kept_row_to_position(bad)} WHERE _source IN ({dirty})"
+            if skipped:
+                dirty = ", ".join(quote_str(k) for k in skipped)
+                numbers = f"UPDATE _source_row = {kept_row_to_position(skipped)} WHERE _source IN ({dirty})"
                 target.mutate(stage, numbers, "numbering the kept rows")
             budget = ErrorBudget.parse(self.ctx.opts.max_errors)
             over = {k: why for k, n in rejected.items() if (why := budget.over(n, n + counts.get(k, 0))) is not None}
@@ -106,6 +114,21 @@ class TolerantPass:
             outcome.update(counts=counts, rejected=rejected, over=over)
 
         return check
+
+    def _unfit(self, stage: TableName, skipped: dict[str, list[int]]) -> dict[str, list[int]]:
+        """Key -> the line positions of the rows the parser kept but whose values do not fit
+        (flagged by UNFIT_ROW; few: the error budget bounds them). Their `_source_row` is
+        their number among the kept records, so the skipped records before them are added."""
+        found = self.ctx.target.engine.rows(
+            f"SELECT _source AS s, arraySort(groupArray(_source_row - {UNFIT_ROW})) AS kept "
+            f"FROM {stage.sql} WHERE _source_row >= {UNFIT_ROW} GROUP BY _source"
+        )
+        unfit: dict[str, list[int]] = {}
+        for got in found:
+            before = skipped.get(str(got["s"]), [])
+            shifted = [b - i for i, b in enumerate(before, start=1)]
+            unfit[str(got["s"])] = [int(g) + sum(1 for x in shifted if x < int(g)) for g in got["kept"]]
+        return unfit
 
     def _settle(
         self, batch: list[Unit], plan: Plan, counts: dict[str, int], rejected: dict[str, int], over: dict[str, str]

@@ -8,6 +8,7 @@ fit) that the careful pass reports, instead of a changed value.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from chute.schema import Column
 from chute.sql import quote_ident, quote_str
@@ -26,22 +27,6 @@ def strip_wrappers(type_sql: str) -> tuple[str, bool]:
     return t, nullable
 
 
-def widened(type_sql: str) -> str | None:
-    """A wider integer type to read text into, so out-of-range values are caught.
-
-    The engine's text parsers wrap an integer that does not fit (300 into
-    UInt8 becomes 44); reading into Int64 and `accurateCast` to the real type
-    turns that into an error, which sends the file to the careful pass. 64-bit
-    columns are read as they are: a wider read costs time on every row, and
-    only values beyond 64 bits (which the engine cannot check) would differ.
-    """
-    inner, nullable = strip_wrappers(type_sql)
-    match = INT_RE.match(inner)
-    if type_sql.startswith("LowCardinality(") or not match or int(match.group(1)) >= 64:
-        return None
-    return "Nullable(Int64)" if nullable else "Int64"
-
-
 def is_temporal(type_sql: str) -> bool:
     """Date, Date32, DateTime, DateTime64 (Nullable or not): types whose text the engine's
     parsers clamp or roll over rather than refuse."""
@@ -49,12 +34,73 @@ def is_temporal(type_sql: str) -> bool:
     return inner in ("Date", "Date32") or inner.startswith("DateTime")
 
 
+def checked(type_sql: str) -> bool:
+    """Types whose text the engine's parsers change instead of refusing: integers wrap
+    (`18446744073709551617` into UInt32 is 1), Float32 overflows to inf, Decimal drops
+    digits past its scale, dates and times clamp or roll over (`2024-02-30`, `25:61:61`),
+    and a JSON `""` is 0. Their text is read as it is and converted by `conversion`."""
+    inner, _ = strip_wrappers(type_sql)
+    return bool(INT_RE.match(inner)) or inner == "Float32" or inner.startswith("Decimal") or is_temporal(type_sql)
+
+
 def read_type(type_sql: str) -> str:
-    """The type a careful JSON read parses a column as: integers wide (range checked after),
-    dates and times as text (checked and converted after), the rest as they are."""
-    if is_temporal(type_sql):
-        return "Nullable(String)"
-    return widened(type_sql) or type_sql
+    """The type a careful JSON read parses a column as: checked types as text (converted
+    and checked after), the rest as they are."""
+    return "Nullable(String)" if checked(type_sql) else type_sql
+
+
+@dataclass(frozen=True)
+class FastRead:
+    """How the fast path reads a checked column of a text file (see `fast_read`)."""
+
+    read_as: str
+    """The type the parser reads the column as."""
+    value: str
+    """SQL of the column's value; fails the SELECT where the text does not fit."""
+    fits: str
+    """SQL: the text fits (or is missing)."""
+    lenient: str
+    """SQL of the value that never fails: the column's NULL or default where the text does not fit."""
+
+
+def fast_read(name: str, type_sql: str, json: bool) -> FastRead | None:
+    """How the fast path reads a checked column of a text file, or None to read it as its own type.
+
+    A value that does not fit makes the SELECT fail, which sends the file to the careful
+    pass (the same checks, row by row, with reasons). Integers of a CSV/TSV file are read
+    as Int128 and cast exactly (as cheap as their own type; a CSV field is never the JSON
+    `""`); the rest are read as text. Text that is missing (JSON: no key or null;
+    CSV/TSV: an empty field) keeps the column's NULL or default, as the engine's own
+    parser would give it.
+    """
+    if not checked(type_sql) or type_sql.startswith("LowCardinality("):
+        return None
+    inner, nullable = strip_wrappers(type_sql)
+    ident = quote_ident(name)
+    missing = "NULL" if nullable else default_of(inner)
+    match = INT_RE.match(inner)
+    if match and not json:
+        if int(match.group(1)) > 64:
+            return None  # (read as it is: a wider read costs every row; see docs/loading.md)
+        exact = f"accurateCastOrNull({ident}, {quote_str(inner)})"
+        fits = f"(isNull({ident}) OR isNotNull({exact}))"
+        return FastRead(
+            "Nullable(Int128)" if nullable else "Int128",
+            f"accurateCast({ident}, {quote_str(type_sql)})",
+            fits,
+            f"CAST(if({fits}, {exact}, {missing}), {quote_str(type_sql)})",
+        )
+    conv = conversion(ident, type_sql)
+    assert conv is not None
+    absent = f"isNull({ident})" if json else (f"(isNull({ident}) OR {ident} = '')" if nullable else f"{ident} = ''")
+    # accurateCast of a NULL (the text does not fit) into the inner type fails the SELECT.
+    value = f"if({absent}, {missing}, accurateCast({conv}, {quote_str(inner)}))"
+    return FastRead(
+        "Nullable(String)" if json or nullable else "String",
+        f"CAST({value}, {quote_str(type_sql)})",
+        f"({absent} OR isNotNull({conv}))",
+        f"CAST(if({absent} OR isNull({conv}), {missing}, {conv}), {quote_str(type_sql)})",
+    )
 
 
 def conversion(text: str, type_sql: str) -> str | None:
@@ -80,7 +126,20 @@ def conversion(text: str, type_sql: str) -> str | None:
         # (the cast never sees an unknown name, even where both branches are computed)
         safe = f"if({fits}, {text}, {quote_str(names[0][0].replace(chr(92) + chr(39), chr(39)))})"
         return f"if({fits}, accurateCastOrNull({safe}, {quote_str(inner)}), NULL)"
-    if INT_RE.match(inner) or inner.startswith(("Float", "Decimal", "Bool", "BFloat16")):
+    int_match = INT_RE.match(inner)
+    if int_match and int(int_match.group(1)) > 64:
+        # Past 64 bits the engine's string cast wraps too: the value must print back as its text.
+        value = f"accurateCastOrNull({text}, {quote_str(inner)})"
+        canonical = f"replaceRegexpOne(trimBoth({text}), '^(-?)[+]?0*([0-9])', '\\\\1\\\\2')"
+        return f"if(toString({value}) = {canonical}, {value}, NULL)"
+    if inner == "Float32":
+        # Parsed as Float32 a number past its range is inf, one too small is 0: compare with Float64.
+        f32, f64 = f"toFloat32OrNull({text})", f"toFloat64OrNull({text})"
+        changed = f"(isInfinite({f32}) AND NOT isInfinite({f64})) OR ({f32} = 0 AND {f64} != 0)"
+        return f"if({changed}, NULL, {f32})"
+    if inner.startswith("Decimal"):
+        return decimal_conversion(text, inner)
+    if int_match or inner.startswith(("Float", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     if inner in ("Date", "Date32"):
         # Parsed wide (1900-2299), then checked against the type's range: never clamped.
@@ -109,8 +168,37 @@ DATE32_RANGE = ("1900-01-01", "2299-12-31")
 
 def clock_ok(text: str) -> str:
     """No hour past 23 nor minute or second past 59 in the text: the engine's parsers roll
-    `25:61:61` over into the next day instead of refusing it."""
-    return f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
+    `25:61:61` over into the next day instead of refusing it. `YYYY-MM-DD hh:mm:ss...` is
+    checked by position (cheap: every row of a clean file pays it), any other layout by a
+    regular expression."""
+    regex = f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
+    layout = f"substring({text}, 5, 1) = '-' AND substring({text}, 14, 1) = ':' AND substring({text}, 17, 1) = ':'"
+    fields = (
+        f"substring({text}, 12, 2) < '24' AND substring({text}, 15, 2) < '60' AND substring({text}, 18, 2) < '60'"
+        f" AND NOT match(substring({text}, 20), ':[0-9]')"
+    )
+    return f"if({layout}, {fields}, {regex})"
+
+
+def decimal_conversion(text: str, inner: str) -> str:
+    """Decimal(P, S) from text, NULL where the engine would drop digits past the scale
+    (`1.999` into Decimal(5, 2) is 1.99) or the number has more than P - S digits before the
+    point. Exponent notation is compared with its Float64 reading."""
+    numbers = re.findall(r"\d+", inner)
+    if inner.startswith("Decimal(") and len(numbers) >= 2:
+        precision, scale = int(numbers[0]), int(numbers[1])
+    elif numbers:  # Decimal32(S) and the like
+        scale = int(numbers[-1])
+        precision = {"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}.get(inner.split("(")[0], 38)
+    else:
+        precision, scale = 10, 0
+    value = f"accurateCastOrNull({text}, {quote_str(inner)})"
+    plain = f"trimBoth({text})"
+    extra_digits = f"match({plain}, '^[-+]?[0-9]*\\\\.[0-9]{{{scale}}}[0-9]*[1-9]')"
+    exponent = f"match({plain}, '[eE]')"
+    whole = f"abs(toFloat64({value})) >= 1e{precision - scale}"
+    exact_exponent = f"toFloat64OrNull({plain}) = toFloat64({value})"
+    return f"if({extra_digits} OR {whole} OR ({exponent} AND NOT {exact_exponent}), NULL, {value})"
 
 
 def default_of(type_sql: str) -> str:
@@ -144,26 +232,20 @@ def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) 
         if conv is None or conv == texts[i]:
             continue
         inner = strip_wrappers(col.type)[0]
-        message = f"concat('column {col.name}: ', substring({texts[i]}, 1, 200), {quote_str(' does not fit ' + inner)})"
+        shown = f"if(empty({texts[i]}), '\"\"', substring({texts[i]}, 1, 200))"
+        message = f"concat('column {col.name}: ', {shown}, {quote_str(' does not fit ' + inner)})"
         parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
     return parts
 
 
 def range_reasons(columns: list[Column]) -> str:
-    """SQL over a row the engine parsed with wide integers and dates as text: why its values do
-    not fit their columns ('' when they do)."""
+    """SQL over a row the engine parsed with checked types as text (`read_type`): why its
+    values do not fit their columns ('' when they do)."""
     reasons = [
-        f"if(isNotNull({quote_ident(c.name)}) AND isNull(accurateCastOrNull({quote_ident(c.name)}, "
-        f"{quote_str(strip_wrappers(c.type)[0])})), "
-        f"concat('column {c.name}: ', toString({quote_ident(c.name)}), "
-        f"{quote_str(' is out of range for ' + strip_wrappers(c.type)[0])}), '')"
-        for c in columns
-        if widened(c.type)
-    ] + [
         f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
-        f"concat('column {c.name}: ', {quote_ident(c.name)}, "
+        f"concat('column {c.name}: ', if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
         f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
         for c in columns
-        if is_temporal(c.type)
+        if checked(c.type)
     ]
     return f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(reasons)}]), '; ')" if reasons else "''"

@@ -227,6 +227,10 @@ SKIPPABLE = [  # bad records the engine's parser skips alone (an unterminated ob
     ('{"id": 7, "small": 7, "name": "bad date", "at": "2026-13-45 99:00:00"}', "column at"),
     ("not json at all", "invalid JSON"),
     ("[1, 2, 3]", "not a JSON object"),
+    # values the parser would change without a word: flagged by the SELECT, then kept as rejects
+    ('{"id": 8, "small": 8, "name": "rolls over", "at": "2026-01-01 25:61:61"}', "column at"),
+    ('{"id": 18446744073709551617, "small": 9, "name": "wraps", "at": "2026-01-01 00:00:00"}', "column id"),
+    ('{"id": 10, "small": "", "name": "empty text", "at": "2026-01-01 00:00:00"}', "column small"),
 ]
 
 

@@ -17,13 +17,18 @@ from chute.engine import open_engine
 from chute.load.careful import UNCLOSED_QUOTE
 from chute.load.rejects import ErrorBudget
 
+from . import test_fidelity
 from .servers import ClickHouseServer
+from .test_fidelity import rows
+from .test_server import server_query
 
 TYPED = (
     "CREATE TABLE t (id UInt32, n UInt8, s String, d Date, x Float64, "
     "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "
     "_load_id LowCardinality(String)) ENGINE = MergeTree ORDER BY id"
 )
+
+dest = test_fidelity.dest  # the fixture: embedded and the 18.16 server
 
 
 def _unclosed_file(path: Path, good_after: int, second_bad_at: int | None = None) -> tuple[list[int], dict[int, str]]:
@@ -206,3 +211,79 @@ def test_an_unknown_enum_name_is_a_rejected_row_not_a_failed_file(tmp_path: Path
     assert [(r["e"], int(r["n"])) for r in got] == [("a", 500), ("b", 500)]
     rejects = engine.rows("SELECT _source_row, error FROM t_rejects")
     assert [int(r["_source_row"]) for r in rejects] == [1001] and "column e" in rejects[0]["error"]
+
+
+# (column type, a good value as text, its value as the table shows it, a value the engine's
+# own parser would change without a word)
+SILENT = [
+    ("UInt32", "7", "7", "18446744073709551617"),  # wraps to 1
+    ("UInt64", "7", "7", "99999999999999999999"),  # wraps
+    ("Int64", "-7", "-7", "9223372036854775808"),  # wraps to the minimum
+    ("Int8", "-7", "-7", "300"),
+    ("Decimal(5, 2)", "1.25", "1.25", "1.999"),  # truncated to 1.99
+    ("Decimal(5, 2)", "1.25", "1.25", "123456.1"),  # more digits than the precision
+    ("Float32", "1.5", "1.5", "1e39"),  # inf
+    ("Date", "2024-01-31", "2024-01-31", "2024-02-30"),  # rolls over to 2024-03-01
+    ("Date", "2024-01-31", "2024-01-31", "2024-13-45"),  # 1970-01-01
+    ("DateTime('UTC')", "2024-01-31 23:59:59", "2024-01-31 23:59:59", "2024-01-01 25:61:61"),  # next day
+    ("DateTime('UTC')", "2024-01-31T10:00:00Z", "2024-01-31 10:00:00", "2024-01-31T10:61:00Z"),
+    ("DateTime('UTC')", "2024-01-31 23:59:59", "2024-01-31 23:59:59", "2106-02-08 00:00:00"),  # clamped
+    ("DateTime64(3, 'UTC')", "2024-01-31 23:59:59.250", "2024-01-31 23:59:59.250", "2024-01-31 23:59:60.250"),
+]
+
+
+def execute(dest: str, sql: str) -> None:
+    if "://" in dest:
+        server_query(dest, sql)
+    else:
+        open_engine(dest).execute(sql)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("case", range(len(SILENT)), ids=[f"{t}:{bad}" for t, _, _, bad in SILENT])
+def test_a_value_the_parser_would_change_alone_is_rejected(tmp_path: Path, dest: str, fmt: str, case: int) -> None:
+    """One such value in an otherwise clean file: the fast path itself must refuse it, so the
+    file takes the careful pass and the value is a rejected row, never a changed one."""
+    type_sql, good, shown, bad = SILENT[case]
+    if "://" in dest and type_sql.startswith("DateTime64"):
+        pytest.skip("18.16 has no DateTime64")
+    execute(
+        dest,
+        f"CREATE TABLE t (id UInt32, c {type_sql}, _source LowCardinality(String), "
+        "_source_mtime DateTime64(3, 'UTC'), _source_row UInt64, _load_id LowCardinality(String)) "
+        "ENGINE = MergeTree ORDER BY id"
+        if "://" not in dest
+        else f"CREATE TABLE t (id UInt32, c {type_sql}, _source String, _source_mtime DateTime, "
+        "_source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    values = [good] * 300 + [bad] + [good] * 10
+    path = tmp_path / f"values.{fmt}"
+    if fmt == "csv":
+        path.write_text("".join(f"{i},{v}\n" for i, v in enumerate(values, 1)))
+    else:
+        quote = '"' if type_sql.startswith(("Date", "Decimal")) else ""
+        path.write_text("".join(f'{{"id": {i}, "c": {quote}{v}{quote}}}\n' for i, v in enumerate(values, 1)))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (310, 1), [f.error for f in report.files]
+    assert rows(dest, "SELECT DISTINCT toString(c) FROM t") == [[shown]]
+    rejects = rows(dest, "SELECT _source_row, raw, error FROM t_rejects")
+    assert [r[0] for r in rejects] == ["301"]
+    assert rejects[0][2].startswith("column c: ") and bad in rejects[0][1], rejects
+
+
+def test_json_empty_string_into_an_integer_is_rejected_and_missing_keeps_the_default(tmp_path: Path, dest: str) -> None:
+    execute(
+        dest,
+        "CREATE TABLE t (id UInt32, n Int8, m Nullable(Int8), _source String, _source_mtime DateTime, "
+        "_source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    lines = ['{"id": 1, "n": 5, "m": 5}', '{"id": 2}', '{"id": 3, "n": null, "m": null}', '{"id": 4, "n": ""}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path / "a.jsonl")], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (3, 1)
+    assert rows(dest, "SELECT id, n, ifNull(toString(m), 'null') FROM t ORDER BY id") == [
+        ["1", "5", "5"],
+        ["2", "0", "null"],
+        ["3", "0", "null"],
+    ]
+    assert rows(dest, "SELECT _source_row, error FROM t_rejects") == [["4", 'column n: "" does not fit Int8']]
