@@ -175,7 +175,6 @@ def clock_ok(text: str) -> str:
     layout = f"substring({text}, 5, 1) = '-' AND substring({text}, 14, 1) = ':' AND substring({text}, 17, 1) = ':'"
     fields = (
         f"substring({text}, 12, 2) < '24' AND substring({text}, 15, 2) < '60' AND substring({text}, 18, 2) < '60'"
-        f" AND NOT match(substring({text}, 20), ':[0-9]')"
     )
     return f"if({layout}, {fields}, {regex})"
 
