@@ -18,6 +18,7 @@ from chute.capabilities import Capabilities
 from chute.errors import ChuteError, UsageError
 from chute.load.context import LoadContext
 from chute.load.options import LoadOptions
+from chute.load.values import checked
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -132,6 +133,32 @@ class Methods:
         clean.args = (text,)
         return clean
 
+    def unchecked_by_server(self, unit: Unit) -> list[str]:
+        """Columns whose values a server parsing the text itself would change without a word
+        (wrapped integers, rolled-over dates: chute.load.values.checked); chute's own read checks them."""
+        if not unit.fmt.is_text:
+            return []
+        return [c.name for c in self.ctx.input_columns() if checked(c.type)]
+
+    def server_parses(self, unit: Unit, method: str) -> bool:
+        """May the server parse `unit`'s text itself? Asked for (--method {method}): yes, with a
+        note naming the columns it does not check. Chosen by auto: only where it checks them all."""
+        unchecked = self.unchecked_by_server(unit)
+        if not unchecked:
+            return True
+        columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
+        if self.ctx.opts.method == method:
+            self.ctx.note(
+                f"--method {method}: the server parses values itself; out-of-range values of {columns} "
+                "are not rows in the rejects table but what the server's parser makes of them"
+            )
+            return True
+        self.ctx.note(
+            f"{method} not used: the server's parser would wrap or clamp values of {columns} that do not "
+            f"fit without a word; chute reads and checks them (--method {method} lets the server parse)"
+        )
+        return False
+
     def server_side_possible(self, unit: Unit) -> bool:
         """Whether a server target may read `unit` itself (before any probe): such units
         load one per statement, so that each is its own ledger entry."""
@@ -166,6 +193,8 @@ class Methods:
                 raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
             return None
         blocker = source.server_blocker(unit, ctx.target.capabilities, ctx.opts.cluster)
+        if blocker is None and ctx.opts.cluster is None and not self.server_parses(unit, "server-side"):
+            return None
         if blocker is None:
             if len(batch) != 1:  # not batched when the server may read them (server_side_possible)
                 return None
@@ -222,4 +251,4 @@ class Methods:
                 f"{batch[0].key}: --method pass-through needs a server that parses {batch[0].fmt.format} "
                 f"({batch[0].fmt.compression}) itself and no provenance columns (--no-provenance)"
             )
-        return possible
+        return possible and self.server_parses(batch[0], "pass-through")

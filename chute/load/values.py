@@ -173,9 +173,7 @@ def clock_ok(text: str) -> str:
     regular expression."""
     regex = f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
     layout = f"substring({text}, 5, 1) = '-' AND substring({text}, 14, 1) = ':' AND substring({text}, 17, 1) = ':'"
-    fields = (
-        f"substring({text}, 12, 2) < '24' AND substring({text}, 15, 2) < '60' AND substring({text}, 18, 2) < '60'"
-    )
+    fields = f"substring({text}, 12, 2) < '24' AND substring({text}, 15, 2) < '60' AND substring({text}, 18, 2) < '60'"
     return f"if({layout}, {fields}, {regex})"
 
 

@@ -57,7 +57,7 @@ def test_existing_table_gets_exact_types_and_defaults(tmp_path: Path, target: st
     )
     path = tmp_path / "x.jsonl"
     path.write_text(
-        '{"id": "7", "name": "a", "amount": "12.345", "at": "2026-03-01T10:00:00Z"}\n'
+        '{"id": "7", "name": "a", "amount": "12.34", "at": "2026-03-01T10:00:00Z"}\n'
         '{"id": 8, "name": "b", "amount": 1, "at": "2026-03-01 11:00:00"}\n'
     )
     report = chute.load([str(path)], table="t", target=target)

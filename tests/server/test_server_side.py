@@ -24,10 +24,16 @@ def _files(web: WebServer) -> list[str]:
 
 def test_server_reads_urls_itself(web: WebServer, server_url: str) -> None:
     jsonl, csv = _files(web)
-    report = chute.load([jsonl], "t", target=server_url)
+    # auto: an 18.16 server's parser would wrap an id that does not fit, unchecked: chute reads it.
+    auto = chute.load([jsonl], "a", target=server_url)
+    assert auto.ok and auto.rows_loaded == ROWS and auto.bytes_sent > 0
+    assert any(n.startswith("server-side not used: the server's parser would wrap") for n in auto.notes), auto.notes
+    asked = chute.LoadOptions(method="server-side")
+    report = chute.load([jsonl], "t", target=server_url, options=asked)
     assert report.ok and report.rows_loaded == ROWS
     # Nothing went through chute: the server fetched and parsed the file.
     assert report.bytes_sent == 0
+    assert any("--method server-side: the server parses values itself" in n for n in report.notes), report.notes
     got = server_query(
         server_url,
         "SELECT count(), sum(id), countIf(_source_row != id), uniqExact(_source), any(_source) FROM t FORMAT TSV",
@@ -45,7 +51,7 @@ def test_server_reads_urls_itself(web: WebServer, server_url: str) -> None:
     # drops the first data row, so chute converts such files on old servers.
     more = chute.load([csv], "t", target=server_url)
     assert more.rows_loaded == ROWS and more.bytes_sent > 0
-    again = chute.load([jsonl, csv], "t", target=server_url)
+    again = chute.load([jsonl, csv], "t", target=server_url, options=asked)
     assert again.rows_loaded == 0 and again.files_skipped == 2
 
 
