@@ -68,7 +68,7 @@ def load(
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
-    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
+    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections, opts.nodes)
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")
@@ -88,6 +88,7 @@ def load(
     finally:
         source.close()
     report.notes.extend(source.notes)
+    report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -106,8 +107,6 @@ def _check_options(opts: LoadOptions) -> None:
     if opts.cluster is not None:
         if not opts.cluster.strip():
             raise UsageError("--cluster needs a cluster name")
-        if opts.method in ("convert", "pass-through"):
-            raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
 
 
 def _table_name(table: str) -> TableName:

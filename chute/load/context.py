@@ -25,7 +25,7 @@ from chute.load.rejects import Rejects
 from chute.nullcheck import NullSearches
 from chute.report import LoadReport
 from chute.schema import PROVENANCE_NAMES, Column
-from chute.sources.base import Source
+from chute.sources.base import ServerReadable, Source
 from chute.sql import TableName
 from chute.targets.base import Target
 from chute.units import Unit
@@ -149,6 +149,12 @@ class LoadContext:
 
     def is_server(self) -> bool:
         return self.target.is_server
+
+    @property
+    def read_cluster(self) -> str | None:
+        """--cluster where the server's nodes read the source (s3Cluster()): a source the
+        server can read; for files chute reads itself it only says where tables are made."""
+        return self.opts.cluster if isinstance(self.source, ServerReadable) else None
 
     # -- the report -----------------------------------------------------------
 

@@ -19,6 +19,7 @@ from chute.scratch import scratch_file
 from chute.sniff import Head, refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
+from chute.targets.engines import distributed
 from chute.units import Unit
 
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
@@ -30,7 +31,7 @@ def table_meta(target: Target, table: TableName) -> dict[str, Any] | None:
     database = quote_str(table.database) if table.database else "currentDatabase()"
     # Old servers lack the key columns: all columns there, the few needed elsewhere.
     modern = target.capabilities.version >= (20, 1, 0)
-    columns = "engine, partition_key, sorting_key, create_table_query" if modern else "*"
+    columns = "engine, engine_full, partition_key, sorting_key, create_table_query" if modern else "*"
     try:
         found = target.rows(
             f"SELECT {columns} FROM system.tables WHERE database = {database} AND name = {quote_str(table.table)}"
@@ -68,8 +69,17 @@ class TableSetup:
         if existing is None:
             return False
         meta = ctx.meta if ctx.meta is not None else table_meta(ctx.target, ctx.table)
+        stageable = meta is not None and "MergeTree" in meta["engine"]
+        if meta is not None and meta["engine"] == "Distributed":
+            # Rows go to each shard's own table (its stage there): its keys are what count. Row
+            # numbers are never mended in a shard's stage (it holds part of a file's rows).
+            local = distributed(str(meta.get("engine_full", "")))
+            local_meta = (
+                table_meta(ctx.target, TableName(local.database or ctx.table.database, local.table)) if local else None
+            )
+            meta = local_meta or meta
         ctx.set_info(
-            stageable=meta is not None and "MergeTree" in meta["engine"],
+            stageable=stageable,
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
             sorting_key=str(meta.get("sorting_key", meta.get("create_table_query", ""))) if meta else "",
             # Old servers do not say; their inserts have no partition limit either.
