@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from chute.engine import MEMORY, say_doing
 from chute.errors import UsageError
+from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.ledger import Ledger
 from chute.load.loader import Loader
@@ -72,7 +73,7 @@ def load(
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")
-    ledger = Ledger(tgt, table_name)
+    ledger = Ledger(tgt, table_name, Books(tgt, table_name, opts.cluster))
     has_ledger = ledger.exists()
     latest = ledger.latest() if has_ledger else {}
     refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
@@ -104,9 +105,8 @@ def _check_options(opts: LoadOptions) -> None:
     if opts.delimiter is not None and len(opts.delimiter) != 1:
         raise UsageError("--delimiter must be a single character")
     ErrorBudget.parse(opts.max_errors)
-    if opts.cluster is not None:
-        if not opts.cluster.strip():
-            raise UsageError("--cluster needs a cluster name")
+    if opts.cluster is not None and not opts.cluster.strip():
+        raise UsageError("--cluster needs a cluster name")
 
 
 def _table_name(table: str) -> TableName:

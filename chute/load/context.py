@@ -18,6 +18,7 @@ from typing import Any
 
 from chute.engine import Settings
 from chute.errors import ChuteError
+from chute.load.books import Books
 from chute.load.claims import Claims
 from chute.load.ledger import Ledger, LedgerEntry
 from chute.load.options import LoadOptions, ProgressCallback, format_settings
@@ -89,8 +90,9 @@ class LoadContext:
     def __post_init__(self) -> None:
         self.delimiter_given = self.opts.delimiter is not None
         self.workers = self.opts.workers or os.cpu_count() or 1
-        self.ledger = Ledger(self.target, self.table)
-        self.rejects = Rejects(self.target, self.table)
+        self.books = Books(self.target, self.table, self.opts.cluster)
+        self.ledger = Ledger(self.target, self.table, self.books)
+        self.rejects = Rejects(self.target, self.table, self.books)
         self.report = LoadReport(self.load_id, str(self.table), self.target.display_name)
 
     # -- what the table and options imply -------------------------------------

@@ -63,9 +63,15 @@ class Loader:
         ctx = self.ctx
         if ctx.table.database:
             ctx.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)}")
+            if ctx.opts.cluster and ctx.target.is_server and ctx.meta is None:  # chute makes the table on every node
+                ctx.target.execute(
+                    f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)} "
+                    f"ON CLUSTER {quote_ident(ctx.opts.cluster)}",
+                    {"distributed_ddl_task_timeout": 30},
+                )
         ctx.ledger.ensure()
         if ctx.target.shared:
-            ctx.claims = Claims(ctx.target, ctx.table, ctx.opts.worker_id, ctx.opts.lease_seconds)
+            ctx.claims = Claims(ctx.target, ctx.table, ctx.opts.worker_id, ctx.opts.lease_seconds, ctx.books)
             ctx.claims.ensure()
             ctx.target.guard_commits(ctx.claims.load, ctx.claims.guard)
             self.sharing = Sharing(ctx, ctx.claims)

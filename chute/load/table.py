@@ -22,6 +22,9 @@ from chute.targets.base import Target
 from chute.targets.engines import distributed
 from chute.units import Unit
 
+DDL_TIMEOUT_SECONDS = 30
+"""How long an `ON CLUSTER` statement waits for every node (a node that is down runs it when
+it is back; the default wait is 3 minutes)."""
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats that describe themselves: reading their schema costs no row parsing."""
 
@@ -194,11 +197,48 @@ class TableSetup:
         )
 
     def _created(self, ddl: str, on_ddl: Callable[[str], None] | None, how: str = "") -> list[Column] | None:
-        self.ctx.target.execute(ddl, context=f"creating table {self.ctx.table}{how}")
+        statements = [ddl]
+        if self.ctx.opts.cluster is not None and self.ctx.target.is_server:
+            statements = self._on_cluster(ddl, self.ctx.opts.cluster)
+            ddl = ";\n".join(statements)
+        for statement in statements:
+            self.ctx.target.execute(
+                statement,
+                {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS},
+                f"creating table {self.ctx.table}{how}",
+            )
         self.ctx.report.ddl = ddl
         if on_ddl:
             on_ddl(ddl)
         return self.ctx.target.table_columns(self.ctx.table)
+
+    def _on_cluster(self, ddl: str, cluster: str) -> list[str]:
+        """The table as chute makes it on a cluster: `<table>_local`, a ReplicatedMergeTree on
+        every node (`{shard}`/`{replica}` macros), and `<table>`, a Distributed table over it
+        sharded by --shard-by; both `ON CLUSTER`."""
+        ctx = self.ctx
+        db = ctx.table.database or str(ctx.target.rows("SELECT currentDatabase() AS d")[0]["d"])
+        table = TableName(db, ctx.table.table)
+        local = TableName(db, f"{ctx.table.table}_local")
+        name = r"(?:`(?:[^`\\]|\\.)*`|[^\s(.`]+)"
+        head = re.match(rf"\s*CREATE TABLE (?:IF NOT EXISTS )?{name}(?:\.{name})?\s*", ddl)
+        engine = re.search(r"\bENGINE\s*=\s*(\w*)MergeTree(?:\(\s*\))?(?=\s|$)", ddl)
+        if head is None or engine is None:
+            raise UsageError(
+                f"--cluster: chute makes tables of the MergeTree family without engine parameters on a cluster; "
+                f"create {ctx.table} yourself (a Distributed table over a Replicated one), then load"
+            )
+        on = f"ON CLUSTER {quote_ident(cluster)}"
+        path = quote_str(f"/clickhouse/tables/{{shard}}/{db}/{local.table}")
+        replicated = f"ENGINE = Replicated{engine.group(1)}MergeTree({path}, '{{replica}}')"
+        body = ddl[head.end() : engine.start()] + replicated + ddl[engine.end() :]
+        distributed_engine = (
+            f"Distributed({quote_ident(cluster)}, {quote_ident(db)}, {quote_ident(local.table)}, {ctx.opts.shard_by})"
+        )
+        return [
+            f"CREATE TABLE IF NOT EXISTS {local.sql} {on}\n{body}",
+            f"CREATE TABLE IF NOT EXISTS {table.sql} {on} AS {local.sql}\nENGINE = {distributed_engine}",
+        ]
 
     def adapted(self, columns: list[Column]) -> list[Column]:
         """`columns` with types the target has; each changed type gets a note in the report."""
@@ -274,6 +314,18 @@ class TableSetup:
             self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
         return named
 
+    def _altered_tables(self) -> tuple[list[TableName], str | None]:
+        """The tables a new column goes to (a Distributed table's shards' tables first), and
+        the cluster whose every node takes the ALTER (--cluster, or the Distributed table's)."""
+        ctx = self.ctx
+        meta = table_meta(ctx.target, ctx.table)
+        layout = distributed(str(meta.get("engine_full", ""))) if meta and meta["engine"] == "Distributed" else None
+        cluster = ctx.opts.cluster if ctx.target.is_server else None
+        if layout is None:
+            return [ctx.table], cluster
+        local = TableName(layout.database or ctx.table.database, layout.table)
+        return [local, ctx.table], cluster or layout.cluster
+
     def check_fields(self, unit: Unit) -> None:
         """Input fields the table lacks: an error naming them, or new columns."""
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
@@ -293,10 +345,14 @@ class TableSetup:
             raise SchemaError(
                 f"{unit.key}: input fields not in table {self.ctx.table}: {names} (use --add-columns to add them)"
             )
+        tables, cluster = self._altered_tables()
+        on = f" ON CLUSTER {quote_ident(cluster)}" if cluster else ""
         for col in extra:
-            self.ctx.target.execute(
-                f"ALTER TABLE {self.ctx.table.sql} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
-                context=f"adding column {col.name}",
-            )
+            for table in tables:
+                self.ctx.target.execute(
+                    f"ALTER TABLE {table.sql}{on} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
+                    {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS} if cluster else None,
+                    context=f"adding column {col.name}",
+                )
             self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))

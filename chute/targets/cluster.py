@@ -55,7 +55,9 @@ def replicas(rows: Rows, zookeeper_path: str) -> list[Replica]:
         name = str(r["name"])
         nodes = {
             str(n["name"]): str(n["value"])
-            for n in rows(f"SELECT name, value FROM system.zookeeper WHERE path = {quote_str(f'{path}/replicas/{name}')}")
+            for n in rows(
+                f"SELECT name, value FROM system.zookeeper WHERE path = {quote_str(f'{path}/replicas/{name}')}"
+            )
         }
         queue = rows(
             f"SELECT count() AS n FROM system.zookeeper WHERE path = {quote_str(f'{path}/replicas/{name}/queue')}"
@@ -81,9 +83,7 @@ def wait_for_replicas(
         if not behind:
             down = [r.name for r in state if not r.active]
             if down:
-                return (
-                    f"{table}{where}: replica {', '.join(down)} is not active; it fetches the rows when it is back"
-                )
+                return f"{table}{where}: replica {', '.join(down)} is not active; it fetches the rows when it is back"
             return None
         if time.monotonic() > deadline:
             return (

@@ -475,15 +475,13 @@ class ServerTarget:
         """Wait until every replica of the table (of each shard's table) has fetched the rows."""
         layout = self.layout(table)
         if layout is None:
-            note = wait_for_replicas(lambda sql: self.rows(sql), table)
+            note = wait_for_replicas(self.rows, table)
             self.notes.extend([note] if note else [])
             return
         for shard in layout.shards:
             try:
                 peer = self._shard_peer(layout, shard)
-                note = wait_for_replicas(
-                    lambda sql, peer=peer: peer.rows(sql), layout.local, where=f" (shard {shard.num})"  # type: ignore[misc]
-                )
+                note = wait_for_replicas(peer.rows, layout.local, where=f" (shard {shard.num})")
             except ChuteError as exc:
                 note = f"shard {shard.num} of {layout.engine.cluster}: replicas not checked ({exc})"
             self.notes.extend([note] if note else [])
@@ -554,7 +552,11 @@ class ServerTarget:
                         self
                         if address == self.address
                         else ServerTarget(
-                            None, insecure=self.insecure, connections=self.connections, address=address, connect_attempts=1
+                            None,
+                            insecure=self.insecure,
+                            connections=self.connections,
+                            address=address,
+                            connect_attempts=1,
                         )
                     )
                     num = self._shard_of(peer, cluster)
@@ -622,7 +624,14 @@ class ServerTarget:
                     peer = peers[s.num]
                     peer.stage_owner, peer.commit_guard = self.stage_owner, self.commit_guard
                     stages[s.num] = stack.enter_context(
-                        Stage(peer, layout.local, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard)
+                        Stage(
+                            peer,
+                            layout.local,
+                            context,
+                            drop_sync=False,
+                            owner=self.stage_owner,
+                            guard=self.commit_guard,
+                        )
                     )
 
                 def one(s: Shard) -> None:
