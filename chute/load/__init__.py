@@ -75,6 +75,9 @@ def load(
     say_doing(f"loading {table_name}")
     ledger = Ledger(tgt, table_name, Books(tgt, table_name, opts.cluster))
     has_ledger = ledger.exists()
+    if not has_ledger and ledger.books.replicated:
+        ledger.ensure()  # this replica's copy of the books, caught up, before the plan reads them
+        has_ledger = True
     latest = ledger.latest() if has_ledger else {}
     refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = table_meta(tgt, table_name)

@@ -42,6 +42,7 @@ quorum insert per table at a time: `Quorum for previous write has not been satis
 QUORUM_BUSY = 286
 TOO_FEW_REPLICAS = 285
 DDL_TIMEOUT_SECONDS = 20
+SYNC_SECONDS = 300
 
 
 def _database(table: TableName) -> str:
@@ -52,7 +53,8 @@ class Books:
     """The engine and settings of chute's own tables next to one load's table."""
 
     def __init__(self, target: Target, table: TableName, cluster: str | None = None) -> None:
-        self.target = target
+        self.entry = target
+        self._target: Target | None = None
         self.table = table
         self.given_cluster = cluster
         self._lock = threading.Lock()
@@ -61,6 +63,15 @@ class Books:
         self._quorum: dict[str, int] = {}
 
     # -- where ----------------------------------------------------------------
+
+    @property
+    def target(self) -> Target:
+        """Where the books are read and written: the node the load reaches, or for a
+        Distributed table a node of its first shard (every worker, through any node, then
+        keeps one set of books)."""
+        if self._target is None:
+            self._target = self.entry.books_target(self.table)
+        return self._target
 
     def placement(self) -> tuple[str, str, str]:
         with self._lock:
@@ -116,23 +127,29 @@ class Books:
             # ON CLUSTER with a node down: the others made it, that node will when it is back.
             if not on_cluster or exc.code != 159 or self.target.table_columns(name) is None:
                 raise
+        # A new replica starts empty and fetches what the others have: wait for it, or this
+        # worker would read the books as empty and load what others loaded.
+        self.target.execute(f"SYSTEM SYNC REPLICA {name.sql}", {"receive_timeout": SYNC_SECONDS}, context)
 
     # -- how ------------------------------------------------------------------
 
     def quorum(self, name: TableName) -> int:
-        """Every replica of `name` (0: not replicated, or one replica)."""
+        """Every replica of `name` (0: not replicated, or one replica). Read each time (a few
+        ms): a replica that joins during the load counts from its first moment. (Known plain
+        tables are not asked again.)"""
         key = str(name)
         with self._lock:
-            if key in self._quorum:
-                return self._quorum[key]
+            if self._quorum.get(key) == -1:
+                return 0
         found = self.target.rows(
             f"SELECT total_replicas AS n FROM system.replicas WHERE database = {_database(name)} "
             f"AND table = {quote_str(name.table)}"
         )
         n = int(found[0]["n"]) if found else 0
-        with self._lock:
-            self._quorum[key] = n if n > 1 else 0
-        return self._quorum[key]
+        if not found and self.target.table_columns(name) is not None:
+            with self._lock:
+                self._quorum[key] = -1  # a plain table: never replicated later
+        return n if n > 1 else 0
 
     def read_settings(self, name: TableName) -> Settings | None:
         return {"select_sequential_consistency": 1} if self.quorum(name) else None

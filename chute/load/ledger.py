@@ -73,7 +73,7 @@ class Ledger:
         return quote_str(text)
 
     def exists(self) -> bool:
-        return self.target.table_columns(self.name) is not None
+        return self.books.target.table_columns(self.name) is not None
 
     def latest(self, units: Sequence[str] | None = None) -> dict[str, LedgerEntry]:
         """The current state of every unit of this table (or of `units` only)."""

@@ -314,6 +314,25 @@ class TableSetup:
             self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
         return named
 
+    def _redefine_distributed(self, cluster: str, settings: dict[str, str | int | float] | None) -> None:
+        """A Distributed table takes the columns of its shards' tables: made again on every node
+        (18.16 takes no ALTER ... ON CLUSTER of a Distributed table over replicated shards)."""
+        ctx = self.ctx
+        meta = table_meta(ctx.target, ctx.table)
+        if meta is None:
+            return
+        layout = distributed(str(meta["engine_full"]))
+        assert layout is not None
+        local = TableName(layout.database or ctx.table.database, layout.table)
+        on = f"ON CLUSTER {quote_ident(cluster)}"
+        context = f"adding columns to {ctx.table}"
+        ctx.target.execute(f"DROP TABLE IF EXISTS {ctx.table.sql} {on}", settings, context)
+        ctx.target.execute(
+            f"CREATE TABLE IF NOT EXISTS {ctx.table.sql} {on} AS {local.sql} ENGINE = {meta['engine_full']}",
+            settings,
+            context,
+        )
+
     def _altered_tables(self) -> tuple[list[TableName], str | None]:
         """The tables a new column goes to (a Distributed table's shards' tables first), and
         the cluster whose every node takes the ALTER (--cluster, or the Distributed table's)."""
@@ -347,12 +366,18 @@ class TableSetup:
             )
         tables, cluster = self._altered_tables()
         on = f" ON CLUSTER {quote_ident(cluster)}" if cluster else ""
+        settings = {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS} if cluster else None
         for col in extra:
             for table in tables:
-                self.ctx.target.execute(
-                    f"ALTER TABLE {table.sql}{on} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
-                    {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS} if cluster else None,
-                    context=f"adding column {col.name}",
-                )
+                if cluster and table == self.ctx.table and len(tables) > 1:
+                    self._redefine_distributed(cluster, settings)
+                    continue
+                add = f"ALTER TABLE {table.sql}{on} ADD COLUMN {{}}{quote_ident(col.name)} {col.type}"
+                try:
+                    self.ctx.target.execute(add.format("IF NOT EXISTS "), settings, f"adding column {col.name}")
+                except ChuteError as exc:
+                    if exc.code != 62:  # 18.16 has no IF NOT EXISTS here
+                        raise
+                    self.ctx.target.execute(add.format(""), settings, f"adding column {col.name}")
             self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))

@@ -143,6 +143,11 @@ class Target(Protocol):
         """(rows, bytes on disk) of a table (of all its shards' tables, for a Distributed one)."""
         ...
 
+    def books_target(self, table: TableName) -> Target:
+        """Where chute keeps the books of loads into `table`: this target, or for a Distributed
+        table a node of its first shard."""
+        ...
+
     def settle(self, table: TableName) -> None:
         """After a load: wait until every replica of the table has the rows (a note in
         `notes` names those that did not in time); nothing where it is not replicated."""

@@ -172,6 +172,9 @@ class EmbeddedTarget:
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)
 
+    def books_target(self, table: TableName) -> EmbeddedTarget:
+        return self
+
     def settle(self, table: TableName) -> None:
         return None  # one process, no replicas
 

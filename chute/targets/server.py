@@ -471,6 +471,10 @@ class ServerTarget:
             )
         return rows, size
 
+    def books_target(self, table: TableName) -> ServerTarget:
+        layout = self.layout(table)
+        return self if layout is None else self._shard_peer(layout, layout.shards[0])
+
     def settle(self, table: TableName) -> None:
         """Wait until every replica of the table (of each shard's table) has fetched the rows."""
         layout = self.layout(table)
