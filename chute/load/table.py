@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
@@ -314,7 +315,7 @@ class TableSetup:
             self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
         return named
 
-    def _redefine_distributed(self, cluster: str, settings: dict[str, str | int | float] | None) -> None:
+    def _redefine_distributed(self, cluster: str, settings: Settings | None) -> None:
         """A Distributed table takes the columns of its shards' tables: made again on every node
         (18.16 takes no ALTER ... ON CLUSTER of a Distributed table over replicated shards)."""
         ctx = self.ctx
