@@ -8,7 +8,8 @@
     ├── TargetError             the target refused or failed (code kept)
     │   ├── OutOfSpace            the disk is full: the load stops (terminal)
     │   └── TransientTargetError  worth retrying (memory, too many parts, I/O)
-    │       └── CommitUncertain     failed while moving rows in: repair, then retry
+    │       ├── CommitUncertain     failed while moving rows in: repair, then retry
+    │       └── ShardUnavailable    no node of a Distributed table's shard answers
     └── LoadFailed              some units failed; the report says which
 
 Errors of the engine are translated at the boundary (``engine.py``) so users
@@ -26,6 +27,7 @@ __all__ = [
     "NotText",
     "OutOfSpace",
     "SchemaError",
+    "ShardUnavailable",
     "SourceError",
     "TargetError",
     "TransientTargetError",
@@ -81,6 +83,11 @@ class TransientTargetError(TargetError):
 class OutOfSpace(TargetError):
     """The target's disk is full. Terminal, and not about the rows: every file
     would fail the same way, so the load stops (a re-run resumes it)."""
+
+
+class ShardUnavailable(TransientTargetError):
+    """No node of a shard of a Distributed table answers: the rows bound for it cannot be
+    written now (the units that have such rows fail; a re-run finishes them)."""
 
 
 class CommitUncertain(TransientTargetError):

@@ -62,6 +62,8 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         design=args.design,
         method=args.method,
         cluster=args.cluster,
+        shard_by=args.shard_by,
+        nodes=tuple(args.node),
         s3_endpoint=args.s3_endpoint,
         split_by=args.split_by,
         where=args.where,

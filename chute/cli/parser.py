@@ -187,7 +187,22 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     p.add_argument(
         "--cluster",
         metavar="NAME",
-        help="s3:// sources into a server: the nodes of this cluster read the objects (s3Cluster); server-side only",
+        help="the server's cluster: a new table is made on every node (NAME_local replicated, the table "
+        "Distributed), and so are the ledger and rejects; s3:// sources are read by its nodes (s3Cluster)",
+    )
+    p.add_argument(
+        "--shard-by",
+        metavar="EXPR",
+        default="rand()",
+        help="with --cluster: the sharding key of the Distributed table chute makes (default rand())",
+    )
+    p.add_argument(
+        "--node",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a node of the cluster, http(s)://host:port (repeatable): where a Distributed table's shards are "
+        "written (default: the cluster's hosts at the target's port)",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
     p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")

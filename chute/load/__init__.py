@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from chute.engine import MEMORY, say_doing
 from chute.errors import UsageError
+from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.ledger import Ledger
 from chute.load.loader import Loader
@@ -68,12 +69,15 @@ def load(
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
-    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
+    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections, opts.nodes)
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")
-    ledger = Ledger(tgt, table_name)
+    ledger = Ledger(tgt, table_name, Books(tgt, table_name, opts.cluster))
     has_ledger = ledger.exists()
+    if not has_ledger and ledger.books.replicated:
+        ledger.ensure()  # this replica's copy of the books, caught up, before the plan reads them
+        has_ledger = True
     latest = ledger.latest() if has_ledger else {}
     refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = table_meta(tgt, table_name)
@@ -88,6 +92,7 @@ def load(
     finally:
         source.close()
     report.notes.extend(source.notes)
+    report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -103,11 +108,8 @@ def _check_options(opts: LoadOptions) -> None:
     if opts.delimiter is not None and len(opts.delimiter) != 1:
         raise UsageError("--delimiter must be a single character")
     ErrorBudget.parse(opts.max_errors)
-    if opts.cluster is not None:
-        if not opts.cluster.strip():
-            raise UsageError("--cluster needs a cluster name")
-        if opts.method in ("convert", "pass-through"):
-            raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
+    if opts.cluster is not None and not opts.cluster.strip():
+        raise UsageError("--cluster needs a cluster name")
 
 
 def _table_name(table: str) -> TableName:

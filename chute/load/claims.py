@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from chute.errors import ChuteError
+from chute.load.books import Books
 from chute.scratch import process_alive
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
@@ -117,10 +118,13 @@ def process_gone(process: str) -> bool:
 class Claims:
     """The claims of one worker on the units of one table, kept in `_chute_claims`."""
 
-    def __init__(self, target: Target, table: TableName, worker: str | None, lease_seconds: int) -> None:
+    def __init__(
+        self, target: Target, table: TableName, worker: str | None, lease_seconds: int, books: Books | None = None
+    ) -> None:
         if lease_seconds < 3:
             raise ValueError("a lease must be at least 3 seconds")
         self.target = target
+        self.books = books or Books(target, table)
         self.table = table
         self.name = TableName(table.database, CLAIMS_TABLE)
         self.lease = lease_seconds
@@ -140,10 +144,7 @@ class Claims:
 
     def ensure(self) -> None:
         body = ", ".join(f"{quote_ident(n)} {t}" for n, t in CLAIM_COLUMNS)
-        self.target.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.name.sql} ({body}) ENGINE = MergeTree ORDER BY (`table`, unit, token)",
-            context="creating the claims table",
-        )
+        self.books.create(self.name, body, "(`table`, unit, token)", "creating the claims table")
 
     @contextlib.contextmanager
     def heartbeat(self) -> Iterator[None]:
@@ -272,11 +273,11 @@ class Claims:
         )
         values = ", ".join("(" + fixed.format(unit=quote_str(u), token=quote_str(t)) + ")" for u, t in pairs)
         self.round_trips += 1
-        self.target.execute(f"INSERT INTO {self.name.sql} VALUES {values}", context="writing claims")
+        self.books.insert(self.name, f"INSERT INTO {self.name.sql} VALUES {values}", "writing claims")
 
     def _rows(self, sql: str, context: str) -> list[dict[str, object]]:
         self.round_trips += 1
-        return self.target.rows(sql, context=context)
+        return self.books.rows(self.name, sql, context)
 
     def _live(self, units: Sequence[str] | None) -> dict[str, list[Holder]]:
         where = f"`table` = {quote_str(str(self.table))}"

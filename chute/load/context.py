@@ -18,6 +18,7 @@ from typing import Any
 
 from chute.engine import Settings
 from chute.errors import ChuteError
+from chute.load.books import Books
 from chute.load.claims import Claims
 from chute.load.ledger import Ledger, LedgerEntry
 from chute.load.options import LoadOptions, ProgressCallback, format_settings
@@ -25,7 +26,7 @@ from chute.load.rejects import Rejects
 from chute.nullcheck import NullSearches
 from chute.report import LoadReport
 from chute.schema import PROVENANCE_NAMES, Column
-from chute.sources.base import Source
+from chute.sources.base import ServerReadable, Source
 from chute.sql import TableName
 from chute.targets.base import Target
 from chute.units import Unit
@@ -89,8 +90,9 @@ class LoadContext:
     def __post_init__(self) -> None:
         self.delimiter_given = self.opts.delimiter is not None
         self.workers = self.opts.workers or os.cpu_count() or 1
-        self.ledger = Ledger(self.target, self.table)
-        self.rejects = Rejects(self.target, self.table)
+        self.books = Books(self.target, self.table, self.opts.cluster)
+        self.ledger = Ledger(self.target, self.table, self.books)
+        self.rejects = Rejects(self.target, self.table, self.books)
         self.report = LoadReport(self.load_id, str(self.table), self.target.display_name)
 
     # -- what the table and options imply -------------------------------------
@@ -149,6 +151,12 @@ class LoadContext:
 
     def is_server(self) -> bool:
         return self.target.is_server
+
+    @property
+    def read_cluster(self) -> str | None:
+        """--cluster where the server's nodes read the source (s3Cluster()): a source the
+        server can read; for files chute reads itself it only says where tables are made."""
+        return self.opts.cluster if isinstance(self.source, ServerReadable) else None
 
     # -- the report -----------------------------------------------------------
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from chute.load.books import Books
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.units import Unit
@@ -49,9 +50,10 @@ class LedgerEntry:
 
 
 class Ledger:
-    def __init__(self, target: Target, table: TableName) -> None:
+    def __init__(self, target: Target, table: TableName, books: Books | None = None) -> None:
         self.target = target
         self.table = table
+        self.books = books or Books(target, table)
         self.name = TableName(table.database, LEDGER_TABLE)
         self._last_seq: dict[str, int] = {}
         """The newest `seq` read per unit: a new row goes after it even when this host's clock
@@ -60,11 +62,7 @@ class Ledger:
     def ensure(self) -> None:
         caps = self.target.capabilities
         body = ",\n    ".join(f"{quote_ident(n)} {caps.adapt_type(t)}" for n, t in LEDGER_COLUMNS)
-        self.target.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.name.sql}\n(\n    {body}\n)\nENGINE = MergeTree\n"
-            "ORDER BY (`table`, unit, seq)",
-            context="creating the ledger",
-        )
+        self.books.create(self.name, f"\n    {body}\n", "(`table`, unit, seq)", "creating the ledger")
 
     def _time(self, ns: int) -> str:
         """A plain timestamp literal (UTC): VALUES of literals parse fast, expressions do not."""
@@ -75,7 +73,7 @@ class Ledger:
         return quote_str(text)
 
     def exists(self) -> bool:
-        return self.target.table_columns(self.name) is not None
+        return self.books.target.table_columns(self.name) is not None
 
     def latest(self, units: Sequence[str] | None = None) -> dict[str, LedgerEntry]:
         """The current state of every unit of this table (or of `units` only)."""
@@ -84,7 +82,8 @@ class Ledger:
             if not units:
                 return {}
             where += f" AND unit IN ({', '.join(quote_str(u) for u in units)})"
-        rows = self.target.rows(
+        rows = self.books.rows(
+            self.name,
             "SELECT unit, argMax(identity, seq) AS identity, argMax(state, seq) AS state, "
             "argMax(rows_loaded, seq) AS rows_loaded, argMax(rows_rejected, seq) AS rows_rejected, "
             "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at, "
@@ -134,7 +133,6 @@ class Ledger:
                 f"{self._time(now)}, {seq})"
             )
         if values:
-            self.target.execute(
-                f"INSERT INTO {self.name.sql} VALUES {', '.join(values)}",
-                context="writing the ledger",
+            self.books.insert(
+                self.name, f"INSERT INTO {self.name.sql} VALUES {', '.join(values)}", "writing the ledger"
             )

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chute.errors import ChuteError, NotText, SourceError
+from chute.errors import ChuteError, NotText, ShardUnavailable, SourceError
 from chute.load.careful_pass import CarefulPass
 from chute.load.claims import ClaimLost, Claims
 from chute.load.commit import Commit
@@ -63,9 +63,15 @@ class Loader:
         ctx = self.ctx
         if ctx.table.database:
             ctx.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)}")
+            if ctx.opts.cluster and ctx.target.is_server and ctx.meta is None:  # chute makes the table on every node
+                ctx.target.execute(
+                    f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)} "
+                    f"ON CLUSTER {quote_ident(ctx.opts.cluster)}",
+                    {"distributed_ddl_task_timeout": 30},
+                )
         ctx.ledger.ensure()
         if ctx.target.shared:
-            ctx.claims = Claims(ctx.target, ctx.table, ctx.opts.worker_id, ctx.opts.lease_seconds)
+            ctx.claims = Claims(ctx.target, ctx.table, ctx.opts.worker_id, ctx.opts.lease_seconds, ctx.books)
             ctx.claims.ensure()
             ctx.target.guard_commits(ctx.claims.load, ctx.claims.guard)
             self.sharing = Sharing(ctx, ctx.claims)
@@ -84,6 +90,8 @@ class Loader:
         table_there = self.table.settle(plan, on_ddl)
         self._load_all(plan)
         ctx.report.files = [plan.results[u.key] for u in units]
+        if table_there and any(r.state == "loaded" for r in ctx.report.files):
+            ctx.target.settle(ctx.table)  # every replica has the rows before the report says so
         if table_there:
             ctx.report.table_rows, ctx.report.table_bytes_on_disk = ctx.target.table_stats(ctx.table)
         return ctx.report
@@ -169,6 +177,12 @@ class Loader:
         pass_through = self.methods.pass_through(batch)
         try:
             counts = self.writer.write_with_repair(batch, pass_through, by_source)
+        except ShardUnavailable as exc:
+            # No row's fault, and nothing of the batch is anywhere (every shard's stage is
+            # filled before any is attached): its units fail; a re-run loads them.
+            for unit in batch:
+                fail(ctx, unit, f"{unit.key}: {exc}", plan)
+            return
         except ChuteError as exc:
             self._after_batch_failure(batch, exc, plan)
             return

@@ -95,10 +95,10 @@ def server_time(mtime_ns: int, capabilities: Capabilities) -> str:
 
 def check_cluster(opts: LoadOptions, target: Target, source: Source, units: list[Unit]) -> None:
     """--cluster: refused at once, in one line, where it cannot be honoured."""
-    if opts.cluster is None or not units:
-        return
-    if not isinstance(source, ServerReadable):
-        raise UsageError("--cluster reads s3:// sources only")
+    if opts.cluster is None or not units or not isinstance(source, ServerReadable):
+        return  # (files chute reads itself: --cluster only says where tables are made)
+    if opts.method in ("convert", "pass-through"):
+        raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
     caps = target.capabilities
     blocker = source.server_blocker(units[0], caps, opts.cluster)
     if blocker is not None:
@@ -168,7 +168,7 @@ class Methods:
             ctx.opts.method in ("auto", "server-side")
             and ctx.is_server()
             and isinstance(source, ServerReadable)
-            and source.server_blocker(unit, ctx.target.capabilities, ctx.opts.cluster) is None
+            and source.server_blocker(unit, ctx.target.capabilities, ctx.read_cluster) is None
         )
 
     def server_select(self, batch: list[Unit]) -> str | None:
@@ -181,7 +181,7 @@ class Methods:
         server-side and --cluster fail the unit, saying why.
         """
         ctx, unit = self.ctx, batch[0]
-        asked = ctx.opts.method == "server-side" or ctx.opts.cluster is not None
+        asked = ctx.opts.method == "server-side" or ctx.read_cluster is not None
         source = ctx.source
         if (
             ctx.opts.method not in ("auto", "server-side")
@@ -189,11 +189,11 @@ class Methods:
             or not ctx.is_server()
         ):
             if asked:
-                option = "--cluster" if ctx.opts.cluster is not None else "--method server-side"
+                option = "--cluster" if ctx.read_cluster is not None else "--method server-side"
                 raise UsageError(f"{unit.key}: {option} needs a server target and an http(s):// or s3:// source")
             return None
-        blocker = source.server_blocker(unit, ctx.target.capabilities, ctx.opts.cluster)
-        if blocker is None and ctx.opts.cluster is None and not self.server_parses(unit, "server-side"):
+        blocker = source.server_blocker(unit, ctx.target.capabilities, ctx.read_cluster)
+        if blocker is None and ctx.read_cluster is None and not self.server_parses(unit, "server-side"):
             return None
         if blocker is None:
             if len(batch) != 1:  # not batched when the server may read them (server_side_possible)
@@ -222,7 +222,7 @@ class Methods:
             return None
         types = {c.name: c.type for c in ctx.info.columns} if ctx.fill_provenance else None
         return server_side_select(
-            ctx.source, unit, fmt_name, ctx.input_columns(), caps, types, ctx.load_id, ctx.opts.cluster
+            ctx.source, unit, fmt_name, ctx.input_columns(), caps, types, ctx.load_id, ctx.read_cluster
         )
 
     def server_unreached(self, expression: str, unit: Unit) -> str | None:
@@ -245,7 +245,7 @@ class Methods:
         # Only local files can be sent as they are (write_raw opens the path).
         if ctx.opts.method == "convert" or len(batch) != 1 or batch[0].is_range or "://" in batch[0].key:
             return False
-        possible = not ctx.fill_provenance and ctx.target.accepts_raw(batch[0].fmt)
+        possible = not ctx.fill_provenance and ctx.target.accepts_raw(batch[0].fmt, ctx.table)
         if ctx.opts.method == "pass-through" and not possible:
             raise UsageError(
                 f"{batch[0].key}: --method pass-through needs a server that parses {batch[0].fmt.format} "

@@ -71,8 +71,16 @@ class LoadOptions:
     "server-side" (the server reads http(s) URLs and s3:// objects itself),
     or "auto" (server-side or pass-through where they apply, else convert)."""
     cluster: str | None = None
-    """For s3:// sources into a server: read with s3Cluster(cluster, ...) by the nodes of this
-    cluster (server-side only). With provenance it needs `_row_number` (see `Capabilities`)."""
+    """A cluster of the server (`remote_servers`): a table chute creates is made on every node
+    (`ON CLUSTER`: a ReplicatedMergeTree `<table>_local` and a Distributed `<table>`), and so are
+    its ledger and rejects. For s3:// sources, the nodes read the objects with s3Cluster()
+    (server-side only; with provenance it needs `_row_number`, see `Capabilities`)."""
+    nodes: tuple[str, ...] = ()
+    """Nodes of the cluster as http(s)://host:port (user, password and database of the target):
+    where chute writes the shards of a Distributed table. Default: the cluster's hosts at the
+    target's port."""
+    shard_by: str = "rand()"
+    """With `cluster`, the sharding key of the Distributed table chute creates."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chute.errors import UsageError
+from chute.load.books import Books
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 
@@ -23,8 +24,9 @@ _REJECT_TYPES = (
 class Rejects:
     """The rejects table next to a target table: one row per bad input record."""
 
-    def __init__(self, target: Target, table: TableName) -> None:
+    def __init__(self, target: Target, table: TableName, books: Books | None = None) -> None:
         self.target = target
+        self.books = books or Books(target, table)
         self.name = table.with_suffix("_rejects")
         self._exists: bool | None = None
 
@@ -38,10 +40,7 @@ class Rejects:
             return
         caps = self.target.capabilities
         body = ", ".join(f"{quote_ident(n)} {caps.adapt_type(t)}" for n, t in _REJECT_TYPES)
-        self.target.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.name.sql} ({body}) ENGINE = MergeTree ORDER BY (_source, _source_row)",
-            context=f"creating {self.name}",
-        )
+        self.books.create(self.name, body, "(_source, _source_row)", f"creating {self.name}")
         self._exists = True
 
     def clear(self, source: str) -> None:

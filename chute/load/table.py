@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
@@ -19,8 +20,12 @@ from chute.scratch import scratch_file
 from chute.sniff import Head, refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
+from chute.targets.engines import distributed
 from chute.units import Unit
 
+DDL_TIMEOUT_SECONDS = 30
+"""How long an `ON CLUSTER` statement waits for every node (a node that is down runs it when
+it is back; the default wait is 3 minutes)."""
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats that describe themselves: reading their schema costs no row parsing."""
 
@@ -30,7 +35,7 @@ def table_meta(target: Target, table: TableName) -> dict[str, Any] | None:
     database = quote_str(table.database) if table.database else "currentDatabase()"
     # Old servers lack the key columns: all columns there, the few needed elsewhere.
     modern = target.capabilities.version >= (20, 1, 0)
-    columns = "engine, partition_key, sorting_key, create_table_query" if modern else "*"
+    columns = "engine, engine_full, partition_key, sorting_key, create_table_query" if modern else "*"
     try:
         found = target.rows(
             f"SELECT {columns} FROM system.tables WHERE database = {database} AND name = {quote_str(table.table)}"
@@ -68,8 +73,17 @@ class TableSetup:
         if existing is None:
             return False
         meta = ctx.meta if ctx.meta is not None else table_meta(ctx.target, ctx.table)
+        stageable = meta is not None and "MergeTree" in meta["engine"]
+        if meta is not None and meta["engine"] == "Distributed":
+            # Rows go to each shard's own table (its stage there): its keys are what count. Row
+            # numbers are never mended in a shard's stage (it holds part of a file's rows).
+            local = distributed(str(meta.get("engine_full", "")))
+            local_meta = (
+                table_meta(ctx.target, TableName(local.database or ctx.table.database, local.table)) if local else None
+            )
+            meta = local_meta or meta
         ctx.set_info(
-            stageable=meta is not None and "MergeTree" in meta["engine"],
+            stageable=stageable,
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).
             sorting_key=str(meta.get("sorting_key", meta.get("create_table_query", ""))) if meta else "",
             # Old servers do not say; their inserts have no partition limit either.
@@ -184,11 +198,48 @@ class TableSetup:
         )
 
     def _created(self, ddl: str, on_ddl: Callable[[str], None] | None, how: str = "") -> list[Column] | None:
-        self.ctx.target.execute(ddl, context=f"creating table {self.ctx.table}{how}")
+        statements = [ddl]
+        if self.ctx.opts.cluster is not None and self.ctx.target.is_server:
+            statements = self._on_cluster(ddl, self.ctx.opts.cluster)
+            ddl = ";\n".join(statements)
+        for statement in statements:
+            self.ctx.target.execute(
+                statement,
+                {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS},
+                f"creating table {self.ctx.table}{how}",
+            )
         self.ctx.report.ddl = ddl
         if on_ddl:
             on_ddl(ddl)
         return self.ctx.target.table_columns(self.ctx.table)
+
+    def _on_cluster(self, ddl: str, cluster: str) -> list[str]:
+        """The table as chute makes it on a cluster: `<table>_local`, a ReplicatedMergeTree on
+        every node (`{shard}`/`{replica}` macros), and `<table>`, a Distributed table over it
+        sharded by --shard-by; both `ON CLUSTER`."""
+        ctx = self.ctx
+        db = ctx.table.database or str(ctx.target.rows("SELECT currentDatabase() AS d")[0]["d"])
+        table = TableName(db, ctx.table.table)
+        local = TableName(db, f"{ctx.table.table}_local")
+        name = r"(?:`(?:[^`\\]|\\.)*`|[^\s(.`]+)"
+        head = re.match(rf"\s*CREATE TABLE (?:IF NOT EXISTS )?{name}(?:\.{name})?\s*", ddl)
+        engine = re.search(r"\bENGINE\s*=\s*(\w*)MergeTree(?:\(\s*\))?(?=\s|$)", ddl)
+        if head is None or engine is None:
+            raise UsageError(
+                f"--cluster: chute makes tables of the MergeTree family without engine parameters on a cluster; "
+                f"create {ctx.table} yourself (a Distributed table over a Replicated one), then load"
+            )
+        on = f"ON CLUSTER {quote_ident(cluster)}"
+        path = quote_str(f"/clickhouse/tables/{{shard}}/{db}/{local.table}")
+        replicated = f"ENGINE = Replicated{engine.group(1)}MergeTree({path}, '{{replica}}')"
+        body = ddl[head.end() : engine.start()] + replicated + ddl[engine.end() :]
+        distributed_engine = (
+            f"Distributed({quote_ident(cluster)}, {quote_ident(db)}, {quote_ident(local.table)}, {ctx.opts.shard_by})"
+        )
+        return [
+            f"CREATE TABLE IF NOT EXISTS {local.sql} {on}\n{body}",
+            f"CREATE TABLE IF NOT EXISTS {table.sql} {on} AS {local.sql}\nENGINE = {distributed_engine}",
+        ]
 
     def adapted(self, columns: list[Column]) -> list[Column]:
         """`columns` with types the target has; each changed type gets a note in the report."""
@@ -264,6 +315,37 @@ class TableSetup:
             self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
         return named
 
+    def _redefine_distributed(self, cluster: str, settings: Settings | None) -> None:
+        """A Distributed table takes the columns of its shards' tables: made again on every node
+        (18.16 takes no ALTER ... ON CLUSTER of a Distributed table over replicated shards)."""
+        ctx = self.ctx
+        meta = table_meta(ctx.target, ctx.table)
+        if meta is None:
+            return
+        layout = distributed(str(meta["engine_full"]))
+        assert layout is not None
+        local = TableName(layout.database or ctx.table.database, layout.table)
+        on = f"ON CLUSTER {quote_ident(cluster)}"
+        context = f"adding columns to {ctx.table}"
+        ctx.target.execute(f"DROP TABLE IF EXISTS {ctx.table.sql} {on}", settings, context)
+        ctx.target.execute(
+            f"CREATE TABLE IF NOT EXISTS {ctx.table.sql} {on} AS {local.sql} ENGINE = {meta['engine_full']}",
+            settings,
+            context,
+        )
+
+    def _altered_tables(self) -> tuple[list[TableName], str | None]:
+        """The tables a new column goes to (a Distributed table's shards' tables first), and
+        the cluster whose every node takes the ALTER (--cluster, or the Distributed table's)."""
+        ctx = self.ctx
+        meta = table_meta(ctx.target, ctx.table)
+        layout = distributed(str(meta.get("engine_full", ""))) if meta and meta["engine"] == "Distributed" else None
+        cluster = ctx.opts.cluster if ctx.target.is_server else None
+        if layout is None:
+            return [ctx.table], cluster
+        local = TableName(layout.database or ctx.table.database, layout.table)
+        return [local, ctx.table], cluster or layout.cluster
+
     def check_fields(self, unit: Unit) -> None:
         """Input fields the table lacks: an error naming them, or new columns."""
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
@@ -283,10 +365,20 @@ class TableSetup:
             raise SchemaError(
                 f"{unit.key}: input fields not in table {self.ctx.table}: {names} (use --add-columns to add them)"
             )
+        tables, cluster = self._altered_tables()
+        on = f" ON CLUSTER {quote_ident(cluster)}" if cluster else ""
+        settings = {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS} if cluster else None
         for col in extra:
-            self.ctx.target.execute(
-                f"ALTER TABLE {self.ctx.table.sql} ADD COLUMN IF NOT EXISTS {quote_ident(col.name)} {col.type}",
-                context=f"adding column {col.name}",
-            )
+            for table in tables:
+                if cluster and table == self.ctx.table and len(tables) > 1:
+                    self._redefine_distributed(cluster, settings)
+                    continue
+                add = f"ALTER TABLE {table.sql}{on} ADD COLUMN {{}}{quote_ident(col.name)} {col.type}"
+                try:
+                    self.ctx.target.execute(add.format("IF NOT EXISTS "), settings, f"adding column {col.name}")
+                except ChuteError as exc:
+                    if exc.code != 62:  # 18.16 has no IF NOT EXISTS here
+                        raise
+                    self.ctx.target.execute(add.format(""), settings, f"adding column {col.name}")
             self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))

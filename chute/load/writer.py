@@ -59,7 +59,7 @@ class Writer:
         server_select = self.methods.server_select(batch)
         if server_select is not None:
             settings = {k: v for k, v in self.ctx.format_settings().items() if k in SERVER_READ_SETTINGS}
-            if self.ctx.opts.cluster is None:
+            if self.ctx.read_cluster is None:
                 settings["max_threads"] = 1  # rowNumberInAllBlocks() follows the file with one reader
             elif batch[0].key in self.ctx.named:
                 settings["input_format_parallel_parsing"] = 0  # see _parallel_parsing: _row_number is off

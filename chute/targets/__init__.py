@@ -7,6 +7,7 @@ a new target is one new module here plus one line in `open_target`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from chute.errors import UsageError
 from chute.targets.base import Target
@@ -17,19 +18,23 @@ DEFAULT_TARGET = "./chute.db"
 
 
 def open_target(
-    spec: str | None, password_file: str | None = None, insecure: bool = False, connections: int = 2
+    spec: str | None,
+    password_file: str | None = None,
+    insecure: bool = False,
+    connections: int = 2,
+    nodes: Sequence[str] = (),
 ) -> Target:
     """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory."""
     spec = spec or os.environ.get("CHUTE_TARGET")
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(None, password_file, insecure, connections)
+        return ServerTarget(None, password_file, insecure, connections, nodes)
     spec = spec or DEFAULT_TARGET
     if spec.startswith(("http://", "https://")):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(spec, password_file, insecure, connections)
+        return ServerTarget(spec, password_file, insecure, connections, nodes)
     if "://" in spec:
         raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
     from chute.targets.embedded import EmbeddedTarget

@@ -122,8 +122,8 @@ class Target(Protocol):
         the server reads the source (url(), s3(), s3Cluster()); rows per `_source` as write_batch."""
         ...
 
-    def accepts_raw(self, fmt: FileFormat) -> bool:
-        """Whether `write_raw` can send files of this format as they are."""
+    def accepts_raw(self, fmt: FileFormat, table: TableName | None = None) -> bool:
+        """Whether `write_raw` can send files of this format as they are (into `table`)."""
         ...
 
     def write_raw(
@@ -140,5 +140,20 @@ class Target(Protocol):
         ...
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
-        """(rows, bytes on disk) of a table."""
+        """(rows, bytes on disk) of a table (of all its shards' tables, for a Distributed one)."""
+        ...
+
+    def books_target(self, table: TableName) -> Target:
+        """Where chute keeps the books of loads into `table`: this target, or for a Distributed
+        table a node of its first shard."""
+        ...
+
+    def settle(self, table: TableName) -> None:
+        """After a load: wait until every replica of the table has the rows (a note in
+        `notes` names those that did not in time); nothing where it is not replicated."""
+        ...
+
+    @property
+    def notes(self) -> list[str]:
+        """What the target learnt that the load's report should say (replicas, shards)."""
         ...

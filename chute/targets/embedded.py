@@ -154,7 +154,7 @@ class EmbeddedTarget:
     ) -> dict[str, int]:
         return self.write_batch(table, columns, [select], settings, count_by_source, context, before_commit)
 
-    def accepts_raw(self, fmt: FileFormat) -> bool:
+    def accepts_raw(self, fmt: FileFormat, table: TableName | None = None) -> bool:
         return False  # the engine reads files itself: there is nothing to pass through
 
     def write_raw(
@@ -171,3 +171,13 @@ class EmbeddedTarget:
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)
+
+    def books_target(self, table: TableName) -> EmbeddedTarget:
+        return self
+
+    def settle(self, table: TableName) -> None:
+        return None  # one process, no replicas
+
+    @property
+    def notes(self) -> list[str]:
+        return []

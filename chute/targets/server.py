@@ -8,6 +8,9 @@ Native` over several connections. Memory stays bounded: one block at a time.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import itertools
 import re
 import sys
 import threading
@@ -18,12 +21,14 @@ from typing import Any, TypeVar
 
 from chute.capabilities import Capabilities
 from chute.engine import Engine, Settings, StatementResult, shared_engine
-from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError
+from chute.errors import ChuteError, CommitUncertain, ShardUnavailable, TargetError, TransientTargetError, UsageError
 from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.cluster import Shard, ShardLayout, shard_layout, wait_for_replicas
+from chute.targets.engines import distributed
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
 from chute.units import Unit
@@ -80,13 +85,17 @@ _IDEMPOTENT = re.compile(
 )
 
 
+class _NoNode(ShardUnavailable):
+    """No node of the shard answered at all: asking again at once would not help."""
+
+
 def _retrying(call: Callable[[], _T]) -> _T:
     """`call` again after transient failures (connection lost, timeout, server busy), with backoff."""
     return retry(
         lambda _: call(),
         RETRIES + 1,
         BACKOFF_SECONDS,
-        lambda exc: isinstance(exc, TransientTargetError) and not isinstance(exc, CommitUncertain),
+        lambda exc: isinstance(exc, TransientTargetError) and not isinstance(exc, (CommitUncertain, _NoNode)),
     )
 
 
@@ -104,16 +113,36 @@ def _listing_race(sql: str, exc: TargetError) -> bool:
 
 class ServerTarget:
     def __init__(
-        self, url: str | None, password_file: str | None = None, insecure: bool = False, connections: int = 2
+        self,
+        url: str | None,
+        password_file: str | None = None,
+        insecure: bool = False,
+        connections: int = 2,
+        nodes: Sequence[str] = (),
+        address: ServerAddress | None = None,
+        connect_attempts: int = 3,
     ) -> None:
-        self.address = ServerAddress.parse(url, password_file)
-        if insecure and self.address.scheme == "https":
+        self.address = address or ServerAddress.parse(url, password_file)
+        if insecure and self.address.scheme == "https" and address is None:
             print(
                 f"chute: WARNING: TLS certificate checks are OFF for {self.address.display} (--insecure)",
                 file=sys.stderr,
             )
+        self.insecure = insecure
         self.client = HttpClient(self.address, verify_tls=not insecure)
-        version = check_connection(self.client)
+        version = check_connection(self.client, attempts=connect_attempts)
+        self.nodes = [self._node_address(n) for n in nodes]
+        """Other nodes of the cluster (--node): where the shards of a Distributed table are written."""
+        self._layouts: dict[str, ShardLayout | None] = {}
+        self._peers: dict[tuple[str, int], ServerTarget] = {}
+        """(cluster, shard) -> the node of that shard that rows go to."""
+        self._probed: dict[tuple[str, int, str], int | None] = {}
+        """(host, port, cluster) of a node that answered -> its shard in that cluster (None: none)."""
+        self._peer_lock = threading.Lock()
+        self._round_robin: dict[str, Iterator[int]] = {}
+        self.shard_rows: dict[tuple[str, int], int] = {}
+        """Rows committed per (cluster, shard) by this load."""
+        self.notes: list[str] = []
         self._caps = Capabilities.for_version(version)
         self._engine: Engine | None = None
         self._sent = 0
@@ -153,7 +182,7 @@ class ServerTarget:
 
     @property
     def bytes_sent(self) -> int:
-        return self._sent
+        return self._sent + sum(p._sent for p in self._peers.values() if p is not self)
 
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         if _IDEMPOTENT.match(sql):
@@ -189,8 +218,19 @@ class ServerTarget:
 
     def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
         Stage.drop_stale(self, table, live_owners)
+        layout = self.layout(table)
+        if layout is not None:
+            for shard in layout.shards:
+                with contextlib.suppress(ChuteError):  # a shard that is down keeps its stages for later
+                    Stage.drop_stale(self._shard_peer(layout, shard), layout.local, live_owners)
 
     def mutate(self, table: TableName, command: str, context: str) -> None:
+        layout = self.layout(table)
+        if layout is not None:
+            # A Distributed table takes no ALTER: each shard's table does (all of them).
+            for shard in layout.shards:
+                self._shard_peer(layout, shard).mutate(layout.local, command, context)
+            return
         if self._caps.mutations_sync:
             self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
             return
@@ -234,6 +274,14 @@ class ServerTarget:
         The SELECTs go over as many connections at once as there are (so
         `concurrent` changes nothing, and `written` stays empty); parts always move by ATTACH: a server
         has other writers, so an empty table is never swapped."""
+        layout = self.layout(table)
+        if layout is not None:
+
+            def fill(peer: ServerTarget, into: TableName, shard: Shard | None) -> None:
+                routed = selects if shard is None else [_where(s, layout.condition(shard)) for s in selects]
+                peer._send_selects(into, columns, routed, settings, context)
+
+            return self._sharded(layout, context, fill, count_by_source, before_commit)
         return _with_retries(
             lambda: self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
         )
@@ -248,25 +296,30 @@ class ServerTarget:
         context: str,
         before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
+        with Stage(self, table, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard) as stage:
+            self._send_selects(stage.table or table, columns, selects, settings, context)
+            return stage.commit(count_by_source, before_commit=before_commit)
+
+    def _send_selects(
+        self, into: TableName, columns: Sequence[str], selects: Sequence[str], settings: Settings, context: str
+    ) -> None:
+        """The engine's SELECTs as Native into `into`, over as many connections at once as there are."""
         column_list = ", ".join(quote_ident(c) for c in columns)
         streams = min(self.connections, len(selects))
         groups = [list(selects[i::streams]) for i in range(streams)]
         engine_settings = conversion_settings(settings, streams, self._caps.low_cardinality)
-        with Stage(self, table, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard) as stage:
-            into = stage.table or table
-            statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
+        statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
 
-            def send(group: list[str]) -> None:
-                body = self._native_body(" UNION ALL ".join(group), engine_settings, context)
-                self.client.insert(statement, body, context=context, native_compressed=True)
+        def send(group: list[str]) -> None:
+            body = self._native_body(" UNION ALL ".join(group), engine_settings, context)
+            self.client.insert(statement, body, context=context, native_compressed=True)
 
-            if streams == 1:
-                send(groups[0])
-            else:
-                with ThreadPoolExecutor(streams) as pool:
-                    for future in [pool.submit(send, g) for g in groups]:
-                        future.result()
-            return stage.commit(count_by_source, before_commit=before_commit)
+        if streams == 1:
+            send(groups[0])
+        else:
+            with ThreadPoolExecutor(streams) as pool:
+                for future in [pool.submit(send, g) for g in groups]:
+                    future.result()
 
     def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
         compressor = NativeCompressor()
@@ -293,6 +346,14 @@ class ServerTarget:
     ) -> dict[str, int]:
         """The server runs the INSERT ... SELECT itself (it reads the source), into a stage."""
         column_list = ", ".join(quote_ident(c) for c in columns)
+        layout = self.layout(table)
+        if layout is not None:
+            # Each shard's node reads the source itself and keeps its own rows.
+            def fill(peer: ServerTarget, into: TableName, shard: Shard | None) -> None:
+                routed = select if shard is None else _where(select, layout.condition(shard))
+                peer.execute(f"INSERT INTO {into.sql} ({column_list}) {routed}", settings, context)
+
+            return self._sharded(layout, context, fill, count_by_source, before_commit)
         return self._staged(
             table,
             context,
@@ -318,8 +379,12 @@ class ServerTarget:
 
         return _with_retries(once)
 
-    def accepts_raw(self, fmt: FileFormat) -> bool:
-        # Every version parses these from HTTP bodies, gzip-encoded or plain.
+    def accepts_raw(self, fmt: FileFormat, table: TableName | None = None) -> bool:
+        # Every version parses these from HTTP bodies, gzip-encoded or plain. Not into a
+        # table sharded by a key: the rows of one file go to several shards.
+        layout = self.layout(table) if table is not None else None
+        if layout is not None and not layout.random:
+            return False
         return fmt.format in PASS_THROUGH_FORMATS and fmt.compression in ("gzip", "none")
 
     def write_raw(
@@ -333,6 +398,17 @@ class ServerTarget:
         before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
         """POST the file as it is into a stage table; the server parses it."""
+        layout = self.layout(table)
+        if layout is not None:
+            if not layout.random:
+                raise UsageError(f"{unit.key}: files cannot pass through into {table}, which is sharded by a key")
+            return self._sharded(
+                layout,
+                context,
+                lambda peer, into, _: peer._post_file(into, columns, unit, format_name, settings, context),
+                False,
+                before_commit,
+            )
         column_list = ", ".join(quote_ident(c) for c in columns)
         server_settings = {k: v for k, v in settings.items() if k in SERVER_FORMAT_SETTINGS}
         server_settings["input_format_skip_unknown_fields"] = 0
@@ -352,6 +428,20 @@ class ServerTarget:
             before_commit,
         )
 
+    def _post_file(
+        self, into: TableName, columns: Sequence[str], unit: Unit, format_name: str, settings: Settings, context: str
+    ) -> None:
+        column_list = ", ".join(quote_ident(c) for c in columns)
+        server_settings = {k: v for k, v in settings.items() if k in SERVER_FORMAT_SETTINGS}
+        server_settings["input_format_skip_unknown_fields"] = 0
+        self.client.insert(
+            f"INSERT INTO {into.sql} ({column_list}) FORMAT {format_name}",
+            self._file_body(unit.key),
+            settings=server_settings,
+            context=context,
+            content_encoding="gzip" if unit.fmt.compression == "gzip" else None,
+        )
+
     def _file_body(self, path: str) -> Iterator[bytes]:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):
@@ -360,4 +450,225 @@ class ServerTarget:
                 yield chunk
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
-        return Stage.stats(self, table)
+        layout = self.layout(table)
+        if layout is None:
+            return Stage.stats(self, table)
+        # Counted on each shard's own table: a Distributed count may include rows still
+        # on their way (asynchronous inserts of others), or fail on a shard that is down.
+        rows = size = 0
+        for shard in layout.shards:
+            try:
+                peer = self._shard_peer(layout, shard)
+                n, b = Stage.stats(peer, layout.local)
+            except ChuteError as exc:
+                self.notes.append(f"shard {shard.num} of {layout.engine.cluster}: not counted ({exc})")
+                continue
+            rows, size = rows + n, size + b
+            loaded = self.shard_rows.get((layout.engine.cluster, shard.num), 0)
+            self.notes.append(
+                f"shard {shard.num} of {layout.engine.cluster} ({peer.address.host}:{peer.address.port}): "
+                f"{loaded:,} rows loaded, {layout.local} holds {n:,}"
+            )
+        return rows, size
+
+    def books_target(self, table: TableName) -> ServerTarget:
+        layout = self.layout(table)
+        return self if layout is None else self._shard_peer(layout, layout.shards[0])
+
+    def settle(self, table: TableName) -> None:
+        """Wait until every replica of the table (of each shard's table) has fetched the rows."""
+        layout = self.layout(table)
+        if layout is None:
+            note = wait_for_replicas(self.rows, table)
+            self.notes.extend([note] if note else [])
+            return
+        for shard in layout.shards:
+            try:
+                peer = self._shard_peer(layout, shard)
+                note = wait_for_replicas(peer.rows, layout.local, where=f" (shard {shard.num})")
+            except ChuteError as exc:
+                note = f"shard {shard.num} of {layout.engine.cluster}: replicas not checked ({exc})"
+            self.notes.extend([note] if note else [])
+
+    # -- Distributed tables: each shard's table written on a node of that shard ---------
+
+    def layout(self, table: TableName) -> ShardLayout | None:
+        """The shards of a Distributed table (read once per load); None for another table."""
+        key = str(table)
+        if key not in self._layouts:
+            database = quote_str(table.database) if table.database else "currentDatabase()"
+            found = self.rows(
+                f"SELECT engine_full FROM system.tables WHERE database = {database} AND name = {quote_str(table.table)}"
+            )
+            engine = distributed(str(found[0]["engine_full"])) if found else None
+            if engine is None:
+                if not found:
+                    return None  # not created yet: asked again later
+                self._layouts[key] = None
+            else:
+                layout = shard_layout(lambda sql: self.rows(sql), table, engine)
+                if not layout.shards:
+                    raise UsageError(f"table {table}: cluster {engine.cluster} is not in this server's remote_servers")
+                if layout.engine.sharding_key is None and len(layout.shards) > 1:
+                    raise UsageError(
+                        f"table {table}: Distributed over {len(layout.shards)} shards without a sharding key "
+                        "takes no inserts"
+                    )
+                self._layouts[key] = layout
+        return self._layouts[key]
+
+    def _node_address(self, spec: str) -> ServerAddress:
+        """A --node: http(s)://host:port; the user, password and database are the target's."""
+        given = ServerAddress.parse(spec if "://" in spec else f"{self.address.scheme}://{spec}")
+        return dataclasses.replace(self.address, scheme=given.scheme, host=given.host, port=given.port)
+
+    def _candidates(self, layout: ShardLayout) -> list[ServerAddress]:
+        """Nodes that may hold a shard: this one, the --node ones, then the cluster's hosts
+        at this node's HTTP port (the usual layout: the same port everywhere)."""
+        found = [self.address, *self.nodes]
+        found += [dataclasses.replace(self.address, host=h) for s in layout.shards for h in s.host_names]
+        unique: dict[tuple[str, int], ServerAddress] = {}
+        for address in found:
+            unique.setdefault((address.host, address.port), address)
+        return list(unique.values())
+
+    def _shard_of(self, peer: ServerTarget, cluster: str) -> int | None:
+        found = peer.rows(
+            f"SELECT shard_num FROM system.clusters WHERE cluster = {quote_str(cluster)} AND is_local = 1 "
+            "ORDER BY shard_num LIMIT 1"
+        )
+        return int(found[0]["shard_num"]) if found else None
+
+    def _shard_peer(self, layout: ShardLayout, shard: Shard) -> ServerTarget:
+        """A node of `shard` that answers (asked in turn; remembered): ShardUnavailable if none."""
+        cluster = layout.engine.cluster
+        with self._peer_lock:
+            known = self._peers.get((cluster, shard.num))
+            if known is not None:
+                return known
+            errors = []
+            for address in self._candidates(layout):
+                probe = (address.host, address.port, cluster)
+                if probe in self._probed:
+                    continue
+                try:
+                    peer = (
+                        self
+                        if address == self.address
+                        else ServerTarget(
+                            None,
+                            insecure=self.insecure,
+                            connections=self.connections,
+                            address=address,
+                            connect_attempts=1,
+                        )
+                    )
+                    num = self._shard_of(peer, cluster)
+                except ChuteError as exc:
+                    errors.append(f"{address.host}:{address.port}: {exc}")
+                    continue
+                self._probed[probe] = num
+                if num is not None:
+                    self._peers.setdefault((cluster, num), peer)
+            found = self._peers.get((cluster, shard.num))
+            if found is not None:
+                return found
+        hosts = ", ".join(shard.hosts)
+        raise _NoNode(
+            f"shard {shard.num} of cluster {cluster} ({hosts}): no node of it answers over HTTP"
+            + (f" ({errors[-1]})" if errors else "; give one with --node http(s)://host:port")
+        )
+
+    def _forget(self, layout: ShardLayout, shard: Shard) -> None:
+        """A shard's node failed: ask its nodes again next time (another replica may answer)."""
+        cluster = layout.engine.cluster
+        with self._peer_lock:
+            peer = self._peers.pop((cluster, shard.num), None)
+            if peer is not None:
+                self._probed.pop((peer.address.host, peer.address.port, cluster), None)
+
+    def _next_shard(self, layout: ShardLayout) -> Shard:
+        """For a random key: the next shard in turn by weight, passing over shards that are down."""
+        cluster = layout.engine.cluster
+        with self._peer_lock:
+            turns = self._round_robin.setdefault(
+                cluster, itertools.cycle([s.num for s in layout.shards for _ in range(s.weight)])
+            )
+            order = [next(turns) for _ in range(layout.total_weight)]
+        by_num = {s.num: s for s in layout.shards}
+        last: ShardUnavailable | None = None
+        for num in dict.fromkeys(order):
+            try:
+                self._shard_peer(layout, by_num[num])
+                return by_num[num]
+            except ShardUnavailable as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    def _sharded(
+        self,
+        layout: ShardLayout,
+        context: str,
+        fill: Callable[[ServerTarget, TableName, Shard | None], None],
+        count_by_source: bool,
+        before_commit: CommitCheck | None,
+    ) -> dict[str, int]:
+        """Write a batch into a Distributed table's shards, all-or-nothing per batch as far as
+        the servers allow: every shard's stage is filled (at once) before any is attached, so
+        a shard that is down or fails while rows are sent leaves nothing anywhere."""
+        cluster = layout.engine.cluster
+
+        def once() -> dict[str, int]:
+            shards = [self._next_shard(layout)] if layout.random else list(layout.shards)
+            peers = {s.num: self._shard_peer(layout, s) for s in shards}
+            with contextlib.ExitStack() as stack:
+                stages = {}
+                for s in shards:
+                    peer = peers[s.num]
+                    peer.stage_owner, peer.commit_guard = self.stage_owner, self.commit_guard
+                    stages[s.num] = stack.enter_context(
+                        Stage(
+                            peer,
+                            layout.local,
+                            context,
+                            drop_sync=False,
+                            owner=self.stage_owner,
+                            guard=self.commit_guard,
+                        )
+                    )
+
+                def one(s: Shard) -> None:
+                    try:
+                        fill(peers[s.num], stages[s.num].table or layout.local, None if layout.random else s)
+                    except TransientTargetError as exc:
+                        self._forget(layout, s)
+                        raise ShardUnavailable(
+                            f"shard {s.num} of cluster {cluster} ({peers[s.num].address.host}:"
+                            f"{peers[s.num].address.port}): {exc}",
+                            code=exc.code,
+                            name=exc.name,
+                        ) from exc
+
+                if len(shards) == 1:
+                    one(shards[0])
+                else:
+                    with ThreadPoolExecutor(len(shards)) as pool:
+                        for future in [pool.submit(one, s) for s in shards]:
+                            future.result()
+                totals: dict[str, int] = {}
+                for s in shards:
+                    counts = stages[s.num].commit(count_by_source, before_commit=before_commit)
+                    with self._sent_lock:
+                        key = (cluster, s.num)
+                        self.shard_rows[key] = self.shard_rows.get(key, 0) + sum(counts.values())
+                    for source, n in counts.items():
+                        totals[source] = totals.get(source, 0) + n
+                return totals
+
+        return _with_retries(once)
+
+
+def _where(select: str, condition: str) -> str:
+    """`select`'s rows for which `condition` holds (the engine or the shard filters them)."""
+    return f"SELECT * FROM ({select}) WHERE {condition}"

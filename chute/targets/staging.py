@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from chute.engine import Settings, StatementResult
 from chute.errors import ChuteError, CommitUncertain, TransientTargetError
 from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.engines import unreplicated
 
 STAGE_PREFIX = "_chute_stage_"
 _NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
@@ -131,13 +132,17 @@ class Stage:
 
     def __enter__(self) -> Stage:
         engine = self.db.rows(
-            f"SELECT engine FROM system.tables WHERE database = {_database(self.target)} "
+            f"SELECT engine, engine_full FROM system.tables WHERE database = {_database(self.target)} "
             f"AND name = {quote_str(self.target.table)}"
         )
         if engine and "MergeTree" in engine[0]["engine"]:
             name = stage_name(self.target, self.owner)
             self.table = TableName(self.target.database, name)
-            self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}", context=self.context)
+            # A replicated target's stage is the same engine unreplicated: a copy of its
+            # engine would claim the target's own ZooKeeper path and replica name.
+            plain = unreplicated(str(engine[0]["engine_full"]))
+            how = f" ENGINE = {plain}" if plain is not None else ""
+            self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}{how}", context=self.context)
             if self.swap_if_empty:
                 target_ddl, stage_ddl = self._definition(self.target), self._definition(self.table)
                 self.target_ddl = target_ddl if target_ddl is not None and target_ddl == stage_ddl else None

@@ -1,0 +1,121 @@
+"""Reading table engines as the server writes them (`system.tables.engine_full`).
+
+Two needs of replicated and sharded targets: a stage table for a
+`Replicated*MergeTree` is the same engine without replication (so that ATTACH
+PARTITION FROM takes its parts, and it never shares the target's ZooKeeper
+path); a `Distributed` table names its cluster, local table and sharding key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEAD = re.compile(r"^\s*(\w+)\s*")
+
+
+def split_args(text: str) -> list[str]:
+    """The top-level, comma-separated arguments of `text` (the inside of a call's
+    parentheses): commas inside quotes, backticks and nested calls do not split."""
+    args: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'`\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    tail = text[start:].strip()
+    if tail or args:
+        args.append(tail)
+    return args
+
+
+def _call(engine_full: str) -> tuple[str, list[str], str] | None:
+    """(engine name, its arguments, the rest of the clause: PARTITION BY, ORDER BY, SETTINGS...)."""
+    head = _HEAD.match(engine_full)
+    if head is None:
+        return None
+    at = head.end()
+    if at >= len(engine_full) or engine_full[at] != "(":
+        return head.group(1), [], engine_full[at:]
+    depth = 0
+    quote = ""
+    i = at
+    while i < len(engine_full):
+        ch = engine_full[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return head.group(1), split_args(engine_full[at + 1 : i]), engine_full[i + 1 :]
+        i += 1
+    return None
+
+
+def unreplicated(engine_full: str) -> str | None:
+    """The ENGINE clause of a stage for a `Replicated*MergeTree` table: the same engine
+    without `Replicated`, its parameters without the ZooKeeper path and replica name,
+    the same PARTITION BY, ORDER BY, PRIMARY KEY, SAMPLE BY, TTL and SETTINGS (old-style
+    parameters too). None when the engine is not replicated (or not read)."""
+    found = _call(engine_full)
+    if found is None or not found[0].startswith("Replicated") or not found[0].endswith("MergeTree"):
+        return None
+    name, args, rest = found
+    # Without arguments the server took its default path (newer servers): nothing to drop.
+    kept = args[2:] if len(args) >= 2 else []
+    return f"{name.removeprefix('Replicated')}({', '.join(kept)}) {rest.strip()}".strip()
+
+
+@dataclass(frozen=True)
+class DistributedEngine:
+    """What `Distributed(cluster, database, table[, sharding_key[, policy]])` names."""
+
+    cluster: str
+    database: str
+    table: str
+    sharding_key: str | None
+
+
+def _name_arg(arg: str) -> str:
+    """A cluster, database or table argument: a quoted string, a `quoted` or a bare name."""
+    arg = arg.strip()
+    if len(arg) >= 2 and arg[0] == arg[-1] and arg[0] in "'`\"":
+        return re.sub(r"\\(.)", r"\1", arg[1:-1])
+    return arg
+
+
+def distributed(engine_full: str) -> DistributedEngine | None:
+    """The parts of a Distributed engine clause; None for another engine."""
+    found = _call(engine_full)
+    if found is None or found[0] != "Distributed" or len(found[1]) < 3:
+        return None
+    args = found[1]
+    key = args[3].strip() if len(args) > 3 and args[3].strip() else None
+    return DistributedEngine(_name_arg(args[0]), _name_arg(args[1]), _name_arg(args[2]), key)
+
+
+RANDOM_KEY = re.compile(r"\b(?:rand|rand32|rand64|randConstant|generateUUIDv4)\s*\(", re.IGNORECASE)
+"""A sharding key that is no function of the row: any shard is the right one."""

@@ -1,0 +1,226 @@
+"""chute on a real cluster (issue #27): replicated targets, replicated books, workers on
+different replicas, Distributed targets written shard by shard, and tables made ON CLUSTER.
+
+One 2-shard x 2-replica cluster of 18.16 servers and ZooKeeper per session (the
+`clickhouse_cluster` fixture; nodes 0, 1 are shard 1, nodes 2, 3 shard 2); each test
+works in a database of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import chute
+
+from ..harness.cluster import ClickHouseCluster, ClusterNode
+
+pytestmark = pytest.mark.cluster
+
+ROWS = 50
+COLUMNS = "(id UInt64, s String, _source String, _source_mtime DateTime, _source_row UInt64, _load_id String)"
+
+
+def _files(folder: Path, count: int, start: int = 0) -> Path:
+    """`count` JSON-lines files of ROWS rows each, ids unique across files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in range(start, start + count):
+        lines = [json.dumps({"id": f * ROWS + i, "s": f"v{f}-{i}"}) for i in range(ROWS)]
+        (folder / f"f{f:03d}.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _n(node: ClusterNode, sql: str, db: str) -> int:
+    return int(node.value(sql, db))
+
+
+def _nodes(cluster: ClickHouseCluster) -> list[str]:
+    return [f"http://127.0.0.1:{n.http_port}" for n in cluster]
+
+
+@pytest.fixture()
+def cluster(clickhouse_cluster: ClickHouseCluster) -> Iterator[ClickHouseCluster]:
+    yield clickhouse_cluster
+    for shard in range(1, clickhouse_cluster.shards + 1):
+        clickhouse_cluster.start_shard(shard)
+
+
+@pytest.fixture()
+def db(cluster: ClickHouseCluster) -> Iterator[str]:
+    name = f"ct_{uuid.uuid4().hex[:10]}"
+    cluster.node(0).query(f"CREATE DATABASE {name} ON CLUSTER c2x2")
+    yield name
+    with contextlib.suppress(RuntimeError):
+        cluster.node(0).query(f"DROP DATABASE IF EXISTS {name} ON CLUSTER c2x2", distributed_ddl_task_timeout=20)
+
+
+def _replicated(cluster: ClickHouseCluster, db: str, table: str, engine: str = "MergeTree", tail: str = "") -> None:
+    path = f"/clickhouse/tables/{{shard}}/{db}/{table}"
+    params = ", ".join([f"'{path}'", "'{replica}'", *([tail] if tail else [])])
+    cluster.node(0).query(
+        f"CREATE TABLE {db}.{table} ON CLUSTER c1x2 {COLUMNS} ENGINE = Replicated{engine}({params}) "
+        "PARTITION BY id % 3 ORDER BY id"
+    )
+
+
+def test_replicated_target_every_replica_once(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """Loaded through node 0 into a ReplicatedMergeTree: node 1 holds each row once, with
+    provenance, as soon as the load returns; the books are replicated, so a re-run through
+    node 1 loads nothing; the stage never took the target's ZooKeeper path."""
+    _replicated(cluster, db, "ev")
+    data = _files(tmp_path / "data", 8)
+    report = chute.load(str(data), "ev", cluster.node(0).target_url(db))
+    assert report.ok and report.rows_loaded == 8 * ROWS and report.table_rows == 8 * ROWS
+    other = cluster.node(1)
+    assert _n(other, "SELECT count() FROM ev", db) == 8 * ROWS
+    assert _n(other, "SELECT uniqExact(id) FROM ev", db) == 8 * ROWS
+    assert _n(other, "SELECT uniqExact(_source, _source_row) FROM ev WHERE _source_row > 0", db) == 8 * ROWS
+    ledger = f"SELECT engine FROM system.tables WHERE database = '{db}' AND name = '_chute_ledger'"
+    assert cluster.node(0).value(ledger) == "ReplicatedMergeTree"
+    again = chute.load(str(data), "ev", other.target_url(db))
+    assert other.value(ledger) == "ReplicatedMergeTree"  # made there, and caught up before the plan
+    assert again.ok and again.rows_loaded == 0 and {f.state for f in again.files} == {"skipped"}
+    assert _n(cluster.node(0), "SELECT count() FROM ev", db) == 8 * ROWS
+    # Only the target's own replicas live under its path.
+    replicas = cluster.node(0).query(
+        f"SELECT name FROM system.zookeeper WHERE path = '/clickhouse/tables/1/{db}/ev/replicas'"
+    )
+    assert sorted(replicas.split()) == ["r1", "r2"]
+
+
+def test_replicated_replacing_target(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """The Replicated*MergeTree family: a ReplacingMergeTree with a version column stages into
+    a plain ReplacingMergeTree of the same parameters; every row reaches the other replica."""
+    _replicated(cluster, db, "rep", "ReplacingMergeTree", "_source_row")
+    data = _files(tmp_path / "data", 4)
+    report = chute.load(str(data), "rep", cluster.node(1).target_url(db))
+    assert report.ok and report.rows_loaded == 4 * ROWS
+    assert _n(cluster.node(0), "SELECT count() FROM rep", db) == 4 * ROWS
+    assert _n(cluster.node(0), "SELECT count() FROM rep FINAL", db) == 4 * ROWS
+
+
+def _worker(data: Path, url: str, worker: str) -> subprocess.Popen[bytes]:
+    args = ["load", str(data), "-t", "ev", "--target", url, "--json", "--batch-mb", "1", "--worker-id", worker]
+    return subprocess.Popen([sys.executable, "-m", "chute.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_two_workers_on_two_replicas(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """Two workers at once on the same 40 files, one through each replica: the claims (quorum
+    writes, sequentially consistent reads) keep each file to one of them; every row once."""
+    _replicated(cluster, db, "ev")
+    data = _files(tmp_path / "data", 40)
+    # An earlier load through each replica made its copy of the books (the workers find two replicas).
+    seed = _files(tmp_path / "seed", 1, start=100)
+    assert chute.load(str(seed), "ev", cluster.node(0).target_url(db)).ok
+    assert chute.load(str(seed), "ev", cluster.node(1).target_url(db)).rows_loaded == 0
+    workers = [_worker(data, cluster.node(i).target_url(db), f"w{i}") for i in (0, 1)]
+    reports = []
+    for proc in workers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        reports.append(json.loads(out))
+    loaded = [sum(1 for f in r["files"] if f["state"] == "loaded") for r in reports]
+    assert sum(loaded) == 40, loaded
+    for node in (cluster.node(0), cluster.node(1)):
+        node.query(f"SYSTEM SYNC REPLICA {db}.ev")
+        assert _n(node, "SELECT count() FROM ev", db) == 41 * ROWS
+        assert _n(node, "SELECT uniqExact(id) FROM ev", db) == 41 * ROWS
+
+
+def _distributed(cluster: ClickHouseCluster, db: str, name: str, over: str, key: str) -> None:
+    local = f"{name}_local"
+    path = f"/clickhouse/tables/{{shard}}/{db}/{local}"
+    node = cluster.node(0)
+    node.query(
+        f"CREATE TABLE {db}.{local} ON CLUSTER c2x2 {COLUMNS} "
+        f"ENGINE = ReplicatedMergeTree('{path}', '{{replica}}') ORDER BY id"
+    )
+    node.query(
+        f"CREATE TABLE {db}.{name} ON CLUSTER c2x2 AS {db}.{local} ENGINE = Distributed({over}, {db}, {local}, {key})"
+    )
+
+
+def test_distributed_rows_on_the_shard_of_their_key(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """A Distributed table over 2 shards of 2 replicas, sharded by cityHash64(id): each shard
+    (both replicas) holds exactly the rows a Distributed insert sends it; counts exact."""
+    _distributed(cluster, db, "ev", "c2x2", "cityHash64(id)")
+    _distributed(cluster, db, "twin", "c2x2", "cityHash64(id)")
+    data = _files(tmp_path / "data", 12)
+    report = chute.load(
+        str(data), "ev", cluster.node(0).target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster)))
+    )
+    assert report.ok and report.rows_loaded == 12 * ROWS and report.table_rows == 12 * ROWS
+    assert any("shard 2 of c2x2" in n for n in report.notes)
+    # What a Distributed insert does with the same rows.
+    cluster.node(0).query(f"INSERT INTO {db}.twin SELECT * FROM {db}.ev", insert_distributed_sync=1)
+    cluster.sync_replicas("twin_local", db)
+    per_shard = []
+    for node in cluster:
+        got = _n(node, "SELECT count() FROM ev_local", db)
+        assert got == _n(node, "SELECT count() FROM twin_local", db)
+        assert _n(node, "SELECT count() FROM ev_local WHERE id NOT IN (SELECT id FROM twin_local)", db) == 0
+        assert _n(node, f"SELECT count() FROM ev_local WHERE cityHash64(id) % 2 != {node.shard - 1}", db) == 0
+        per_shard.append(got)
+    assert per_shard[0] == per_shard[1] and per_shard[2] == per_shard[3] and per_shard[0] + per_shard[2] == 12 * ROWS
+    again = chute.load(str(data), "ev", cluster.node(2).target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster))))
+    assert again.ok and again.rows_loaded == 0
+
+
+def test_distributed_shard_down_then_back(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """Shard 2 down: the files fail with a message naming it, nothing of them anywhere; after
+    it is back, a re-run loads them, each row once on its shard."""
+    _distributed(cluster, db, "ev", "c2x1", "cityHash64(id)")
+    options = chute.LoadOptions(nodes=tuple(_nodes(cluster)))
+    url = cluster.node(0).target_url(db)
+    assert chute.load(str(_files(tmp_path / "a", 3)), "ev", url, options).ok
+    cluster.kill_shard(2)
+    data = _files(tmp_path / "b", 4, start=10)
+    down = chute.load(str(data), "ev", url, options)
+    assert not down.ok and {f.state for f in down.files} == {"failed"}
+    assert all("shard 2 of cluster c2x1" in (f.error or "") for f in down.files), down.files[0].error
+    assert _n(cluster.node(0), "SELECT count() FROM ev_local WHERE id >= 500", db) == 0
+    cluster.start_shard(2)
+    back = chute.load(str(data), "ev", url, options)
+    assert back.ok and back.rows_loaded == 4 * ROWS
+    total = sum(_n(cluster.node(i), "SELECT count() FROM ev_local", db) for i in (0, 2))
+    assert total == 7 * ROWS == _n(cluster.node(0), "SELECT uniqExact(id) FROM ev", db)
+
+
+def test_cluster_option_makes_tables_on_every_node(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """--cluster: chute makes `<t>_local` (ReplicatedMergeTree, macros) and `<t>` (Distributed,
+    --shard-by) on every node, the books too; --add-columns reaches every node."""
+    data = _files(tmp_path / "data", 6)
+    options = chute.LoadOptions(cluster="c2x2", shard_by="cityHash64(id)", nodes=tuple(_nodes(cluster)))
+    report = chute.load(str(data), "made", cluster.node(1).target_url(db), options)
+    assert report.ok and report.rows_loaded == 6 * ROWS and report.table_rows == 6 * ROWS
+    for node in cluster:
+        engines = dict(
+            line.split("\t")
+            for line in node.query(f"SELECT name, engine FROM system.tables WHERE database = '{db}'").splitlines()
+        )
+        assert engines["made_local"] == "ReplicatedMergeTree"
+        assert engines["made"] == "Distributed"
+        assert engines["_chute_ledger"] == "ReplicatedMergeTree"
+        assert _n(node, f"SELECT count() FROM made_local WHERE cityHash64(id) % 2 != {node.shard - 1}", db) == 0
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    (wide / "w.jsonl").write_text(json.dumps({"id": 10_000, "s": "x", "extra": 7}) + "\n")
+    more = chute.load(
+        str(wide),
+        "made",
+        cluster.node(0).target_url(db),
+        dataclasses.replace(options, add_columns=True),
+    )
+    assert more.ok and more.rows_loaded == 1, more.files[0].error
+    for node in cluster:
+        columns = node.query(f"SELECT table FROM system.columns WHERE database = '{db}' AND name = 'extra'").split()
+        assert sorted(columns) == ["made", "made_local"]
+    assert _n(cluster.node(3), "SELECT sum(extra) FROM made", db) == 7
