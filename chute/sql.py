@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from chute.errors import UsageError
 
@@ -66,3 +67,44 @@ class TableName:
 
     def __hash__(self) -> int:
         return hash((self.database, self.table))
+
+
+def _top_level(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """(position, bracket depth before it) of each character of `text` outside quotes
+    ('...', `...`, "..."; backslash escapes), from `start`."""
+    depth, quote, i = 0, "", start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'`\"":
+            quote = ch
+        else:
+            yield i, depth
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+        i += 1
+
+
+def split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets and quotes (structures, types, arguments)."""
+    parts, start = [], 0
+    for i, depth in _top_level(text):
+        if depth == 0 and i >= start and text.startswith(sep, i):
+            parts.append(text[start:i])
+            start = i + len(sep)
+    parts.append(text[start:])
+    return parts
+
+
+def closing_bracket(text: str, at: int) -> int | None:
+    """The position of the bracket that closes the one at `at`, outside quotes; None if none does."""
+    for i, depth in _top_level(text, at):
+        if depth == 1 and text[i] in ")]":
+            return i
+    return None

@@ -11,38 +11,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chute.sql import closing_bracket, split_top
+
 _HEAD = re.compile(r"^\s*(\w+)\s*")
 
 
 def split_args(text: str) -> list[str]:
     """The top-level, comma-separated arguments of `text` (the inside of a call's
     parentheses): commas inside quotes, backticks and nested calls do not split."""
-    args: list[str] = []
-    depth = 0
-    quote = ""
-    start = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'`\"":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    tail = text[start:].strip()
-    if tail or args:
-        args.append(tail)
-    return args
+    args = [a.strip() for a in split_top(text, ",")]
+    return [] if args == [""] else args
 
 
 def _call(engine_full: str) -> tuple[str, list[str], str] | None:
@@ -53,26 +31,10 @@ def _call(engine_full: str) -> tuple[str, list[str], str] | None:
     at = head.end()
     if at >= len(engine_full) or engine_full[at] != "(":
         return head.group(1), [], engine_full[at:]
-    depth = 0
-    quote = ""
-    i = at
-    while i < len(engine_full):
-        ch = engine_full[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'`\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return head.group(1), split_args(engine_full[at + 1 : i]), engine_full[i + 1 :]
-        i += 1
-    return None
+    end = closing_bracket(engine_full, at)
+    if end is None:
+        return None
+    return head.group(1), split_args(engine_full[at + 1 : end]), engine_full[end + 1 :]
 
 
 def unreplicated(engine_full: str) -> str | None:

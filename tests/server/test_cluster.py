@@ -8,13 +8,10 @@ works in a database of its own.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ import pytest
 import chute
 
 from ..harness.cluster import ClickHouseCluster, ClusterNode
+from . import test_cluster_harness
 
 pytestmark = pytest.mark.cluster
 
@@ -46,20 +44,9 @@ def _nodes(cluster: ClickHouseCluster) -> list[str]:
     return [f"http://127.0.0.1:{n.http_port}" for n in cluster]
 
 
-@pytest.fixture()
-def cluster(clickhouse_cluster: ClickHouseCluster) -> Iterator[ClickHouseCluster]:
-    yield clickhouse_cluster
-    for shard in range(1, clickhouse_cluster.shards + 1):
-        clickhouse_cluster.start_shard(shard)
-
-
-@pytest.fixture()
-def db(cluster: ClickHouseCluster) -> Iterator[str]:
-    name = f"ct_{uuid.uuid4().hex[:10]}"
-    cluster.node(0).query(f"CREATE DATABASE {name} ON CLUSTER c2x2")
-    yield name
-    with contextlib.suppress(RuntimeError):
-        cluster.node(0).query(f"DROP DATABASE IF EXISTS {name} ON CLUSTER c2x2", distributed_ddl_task_timeout=20)
+# The session's cluster with every node running again after each test, and a fresh database on every node.
+cluster = test_cluster_harness.cluster
+db = test_cluster_harness.db
 
 
 def _replicated(cluster: ClickHouseCluster, db: str, table: str, engine: str = "MergeTree", tail: str = "") -> None:

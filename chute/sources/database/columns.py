@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chute.errors import SchemaError
-from chute.sql import quote_ident, quote_str
+from chute.sql import quote_ident, quote_str, split_top
 
 if TYPE_CHECKING:  # (a part names its table; the table module builds parts)
     from chute.sources.database.table import DatabaseTable
@@ -86,31 +85,6 @@ def split_nullable(type_name: str) -> tuple[bool, str]:
     if type_name.startswith("Nullable(") and type_name.endswith(")"):
         return True, type_name[9:-1]
     return False, type_name
-
-
-def split_top(text: str, sep: str) -> Iterator[str]:
-    """Split at `sep` outside parentheses and quotes (structures and types)."""
-    depth, quote, start, i = 0, "", 0, 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'`\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            yield text[start:i]
-            start = i + len(sep)
-            i = start
-            continue
-        i += 1
-    yield text[start:]
 
 
 def parse_structure(structure: str) -> list[tuple[str, str, str]]:
