@@ -30,6 +30,8 @@ class LoadReport:
     notes: list[str] = field(default_factory=list)
     peak_rss_bytes: int = 0
     bytes_sent: int = 0
+    server_round_trips: int = 0
+    """Requests to a server target (statements, inserts, tries), counted to keep fixed costs in view."""
 
     @property
     def files_total(self) -> int:
@@ -93,6 +95,7 @@ class LoadReport:
             "table_rows": self.table_rows,
             "table_bytes_on_disk": self.table_bytes_on_disk,
             "bytes_sent": self.bytes_sent,
+            "server_round_trips": self.server_round_trips,
             "peak_rss_bytes": self.peak_rss_bytes,
             "ddl": self.ddl,
             "notes": self.notes,
@@ -126,6 +129,7 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
         ("rows", f"{report.rows_read:,} read, {report.rows_loaded:,} loaded, {report.rows_rejected:,} rejected"),
         ("bytes in", human_bytes(report.bytes_in)),
         *([("bytes sent", human_bytes(report.bytes_sent))] if report.bytes_sent else []),
+        *([("round trips", f"{report.server_round_trips:,} to the server")] if report.server_round_trips else []),
         ("seconds", f"{report.seconds:.2f}"),
         ("speed", f"{report.rows_per_s:,.0f} rows/s, {mib_s:.1f} MiB/s"),
         ("table", f"{report.table_rows:,} rows, {human_bytes(report.table_bytes_on_disk)} on disk"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -98,6 +99,9 @@ class HttpClient:
             timeout=httpx.Timeout(timeout, connect=10.0),
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
         )
+        self.requests = 0
+        """Requests sent so far (each a round trip to the server), tries included."""
+        self._requests_lock = threading.Lock()
 
     def close(self) -> None:
         self._client.close()
@@ -121,6 +125,8 @@ class HttpClient:
         context: str,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
+        with self._requests_lock:
+            self.requests += 1
         try:
             response = self._client.post("", params=params, content=content, headers=headers)
         except httpx.TimeoutException as exc:

@@ -95,6 +95,7 @@ def load(
     report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started
     report.bytes_sent = tgt.bytes_sent
+    report.server_round_trips = tgt.round_trips
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return report
 

@@ -64,6 +64,10 @@ class EmbeddedTarget:
     def bytes_sent(self) -> int:
         return 0
 
+    @property
+    def round_trips(self) -> int:
+        return 0
+
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         return self._engine.execute(sql, settings, context)
 

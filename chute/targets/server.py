@@ -184,6 +184,10 @@ class ServerTarget:
     def bytes_sent(self) -> int:
         return self._sent + sum(p._sent for p in self._peers.values() if p is not self)
 
+    @property
+    def round_trips(self) -> int:
+        return self.client.requests + sum(p.client.requests for p in self._peers.values() if p is not self)
+
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         if _IDEMPOTENT.match(sql):
             _retrying(lambda: self.client.query(sql, settings, context))

@@ -83,6 +83,10 @@ def test_provenance_rerun_and_delta(tmp_path: Path, target: str, server_url: str
     assert rows[0].split("\t") == [str(tmp_path / "f0.json.gz"), "1760000000", "1", "100", first.load_id, "100"]
     again = chute.load([str(tmp_path)], table="events", target=server_url)
     assert again.rows_loaded == 0 and again.files_skipped == 3
+    # Every request to the server is counted; a run with nothing to load makes fewer.
+    assert 0 < again.server_round_trips < first.server_round_trips
+    assert again.to_dict()["server_round_trips"] == again.server_round_trips
+    assert chute.load([str(tmp_path / "f0.json.gz")], table="e", target=target).server_round_trips == 0
     write_with_engine(
         engine, tmp_path / "f3.json.gz", "JSONEachRow", "SELECT number AS id FROM numbers(300, 50)", "gzip"
     )
