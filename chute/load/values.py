@@ -154,7 +154,10 @@ def conversion(text: str, type_sql: str) -> str | None:
         return f"if({changed}, NULL, {f32})"
     if inner.startswith("Decimal"):
         return decimal_conversion(text, inner)
-    if int_match or inner.startswith(("Float", "Bool", "BFloat16")):
+    if int_match:
+        # JSON true/false are 1/0, as the engine's JSON reader has them on the fast path.
+        return f"accurateCastOrNull(multiIf({text} = 'true', '1', {text} = 'false', '0', {text}), {quote_str(inner)})"
+    if inner.startswith(("Float", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     temporal = temporal_parts(text, inner)
     if temporal is not None:
