@@ -32,6 +32,10 @@ class LoadReport:
     bytes_sent: int = 0
     server_round_trips: int = 0
     """Requests to a server target (statements, inserts, tries), counted to keep fixed costs in view."""
+    methods: dict[str, int] = field(default_factory=dict)
+    """Server targets: units loaded per method (client-convert, server-parse, server-side)."""
+    method_why: list[str] = field(default_factory=list)
+    """Why each method ran ("server-parse: ...")."""
 
     @property
     def files_total(self) -> int:
@@ -96,6 +100,8 @@ class LoadReport:
             "table_bytes_on_disk": self.table_bytes_on_disk,
             "bytes_sent": self.bytes_sent,
             "server_round_trips": self.server_round_trips,
+            "methods": self.methods,
+            "method_why": self.method_why,
             "peak_rss_bytes": self.peak_rss_bytes,
             "ddl": self.ddl,
             "notes": self.notes,
@@ -130,6 +136,8 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
         ("bytes in", human_bytes(report.bytes_in)),
         *([("bytes sent", human_bytes(report.bytes_sent))] if report.bytes_sent else []),
         *([("round trips", f"{report.server_round_trips:,} to the server")] if report.server_round_trips else []),
+        *[("method", f"{m}: {n:,} file{'s' if n != 1 else ''}") for m, n in report.methods.items()],
+        *[("why", why) for why in report.method_why],
         ("seconds", f"{report.seconds:.2f}"),
         ("speed", f"{report.rows_per_s:,.0f} rows/s, {mib_s:.1f} MiB/s"),
         ("table", f"{report.table_rows:,} rows, {human_bytes(report.table_bytes_on_disk)} on disk"),

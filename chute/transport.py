@@ -1,24 +1,28 @@
 """A thin HTTP layer to ClickHouse servers of any version (18.16 to current).
 
-httpx does the protocol; this module adds ClickHouse's conventions: settings
-as URL parameters, errors parsed into TargetError with the server's code, and
-credentials that never appear in a message.
+The standard library's http.client does the protocol; this module adds
+ClickHouse's conventions: settings as URL parameters, errors parsed into
+TargetError with the server's code, and credentials that never appear in a message.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import http.client
 import json
 import os
+import select
+import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from chute.errors import TargetError, TransientTargetError, UsageError, make_target_error, parse_server_error
-from chute.remote.http import http_client, retry
+from chute.remote.http import retry, tls_context
 
 DEFAULT_PORTS = {"http": 8123, "https": 8443}
 
@@ -87,24 +91,38 @@ class ServerAddress:
         return cls(scheme, host, port, user, password, database)
 
 
+IDLE_SECONDS = 2.0
+"""A kept-alive connection idle longer than this is closed, not used again: servers close
+theirs after `keep_alive_timeout` (3 s by default on 18.16), and a request sent on a
+connection the server is closing would fail."""
+CONNECT_SECONDS = 10.0
+
+
 class HttpClient:
-    """Statements and inserts over ClickHouse's HTTP interface."""
+    """Statements and inserts over ClickHouse's HTTP interface.
+
+    Built on the standard library's http.client with a small pool of kept-alive
+    connections: a round trip costs ~0.3 ms of this process's CPU, where httpx took
+    ~1.5 ms (measured on loopback), and a load makes hundreds of them.
+    """
 
     def __init__(self, address: ServerAddress, verify_tls: bool = True, timeout: float = 300.0) -> None:
         self.address = address
-        self._client = http_client(
-            base_url=address.base_url,
-            auth=httpx.BasicAuth(address.user, address.password),
-            verify=verify_tls,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
-        )
+        self._tls = tls_context(verify_tls) if address.scheme == "https" else None
+        self._timeout = timeout
+        token = base64.b64encode(f"{address.user}:{address.password}".encode()).decode()
+        self._auth = f"Basic {token}"
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
+        self._pool_lock = threading.Lock()
         self.requests = 0
         """Requests sent so far (each a round trip to the server), tries included."""
         self._requests_lock = threading.Lock()
 
     def close(self) -> None:
-        self._client.close()
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            conn.close()
 
     def _params(self, settings: Mapping[str, str | int | float] | None, query: str | None = None) -> dict[str, str]:
         params = {"database": self.address.database}
@@ -118,37 +136,81 @@ class HttpClient:
         pw = self.address.password
         return text.replace(pw, "***") if pw else text
 
+    def _connection(self) -> http.client.HTTPConnection:
+        """An idle connection that is still open, else a new one."""
+        now = time.monotonic()
+        while True:
+            with self._pool_lock:
+                if not self._idle:
+                    break
+                conn, since = self._idle.pop()
+            sock = conn.sock
+            # Readable while idle means the server closed it (or sent something unasked).
+            if now - since < IDLE_SECONDS and sock is not None and not select.select([sock], [], [], 0)[0]:
+                return conn
+            conn.close()
+        if self._tls is not None:
+            return http.client.HTTPSConnection(
+                self.address.host, self.address.port, timeout=CONNECT_SECONDS, context=self._tls, blocksize=1 << 20
+            )
+        return http.client.HTTPConnection(
+            self.address.host, self.address.port, timeout=CONNECT_SECONDS, blocksize=1 << 20
+        )
+
     def _send(
         self,
         content: bytes | Iterable[bytes],
         params: dict[str, str],
         context: str,
         headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
+    ) -> str:
         with self._requests_lock:
             self.requests += 1
+        url = "/?" + urllib.parse.urlencode(params)
+        all_headers = {"Authorization": self._auth, **(headers or {})}
+        conn = self._connection()
         try:
-            response = self._client.post("", params=params, content=content, headers=headers)
-        except httpx.TimeoutException as exc:
+            if conn.sock is None:
+                conn.connect()
+                assert conn.sock is not None
+                conn.sock.settimeout(self._timeout)
+            # The server may have answered (a parse error early in a long body) and stopped
+            # reading: its answer says more than the broken pipe.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                conn.request("POST", url, body=content, headers=all_headers)
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", errors="replace")
+        except TimeoutError as exc:
+            conn.close()
             raise TransientTargetError(self._scrub(f"{context}: {self.address.display}: timed out ({exc})")) from None
-        except (httpx.TransportError, OSError) as exc:
+        except (http.client.HTTPException, OSError) as exc:
+            conn.close()
+            if isinstance(exc, ssl.SSLCertVerificationError):
+                raise TargetError(self._scrub(f"{context}: {self.address.display}: {exc.verify_message}")) from None
             reason = str(exc) or type(exc).__name__
             raise TransientTargetError(
                 self._scrub(f"{context}: cannot reach {self.address.display}: {reason}")
             ) from None
-        if response.status_code != 200:
-            code, name, message = parse_server_error(response.text)
+        except BaseException:
+            conn.close()  # an error of the body's producer: the request is cut off
+            raise
+        if response.will_close:
+            conn.close()
+        else:
+            with self._pool_lock:
+                self._idle.append((conn, time.monotonic()))
+        if response.status != 200:
+            code, name, message = parse_server_error(text)
             if code is None:
-                message = f"HTTP {response.status_code}: {message[:300]}"
+                message = f"HTTP {response.status}: {message[:300]}"
             error = make_target_error(code, name, self._scrub(message), context)
-            if code is None and response.status_code >= 500:
+            if code is None and response.status >= 500:
                 raise TransientTargetError(str(error)) from None
             raise error
-        return response
+        return text
 
     def query(self, sql: str, settings: Mapping[str, str | int | float] | None = None, context: str = "") -> str:
-        response = self._send(sql.encode(), self._params(settings), context or "server query")
-        return response.text
+        return self._send(sql.encode(), self._params(settings), context or "server query")
 
     def rows(
         self, sql: str, settings: Mapping[str, str | int | float] | None = None, context: str = ""
@@ -164,12 +226,16 @@ class HttpClient:
         context: str = "",
         native_compressed: bool = False,
         content_encoding: str | None = None,
+        length: int | None = None,
     ) -> None:
-        """Stream `body` into `statement` (an INSERT ... FORMAT X)."""
+        """Stream `body` into `statement` (an INSERT ... FORMAT X); `length`, where known, is
+        sent as Content-Length (else the body goes chunked)."""
         params = self._params(settings, query=statement)
         if native_compressed:
             params["decompress"] = "1"
-        headers = {"Content-Encoding": content_encoding} if content_encoding else None
+        headers = {"Content-Encoding": content_encoding} if content_encoding else {}
+        if length is not None:
+            headers["Content-Length"] = str(length)
         self._send(body, params, context or "insert", headers=headers)
 
 

@@ -61,6 +61,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         strict=args.strict,
         design=args.design,
         method=args.method,
+        spare=args.spare,
         cluster=args.cluster,
         shard_by=args.shard_by,
         nodes=tuple(args.node),

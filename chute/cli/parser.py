@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from chute import __version__
-from chute.load import DEFAULT_BATCH_BYTES, ON_CHANGE
+from chute.load import DEFAULT_BATCH_BYTES, METHODS, ON_CHANGE
 from chute.load.claims import DEFAULT_LEASE_SECONDS
 
 
@@ -179,10 +179,27 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     )
     p.add_argument(
         "--method",
-        choices=("auto", "convert", "pass-through", "server-side"),
+        choices=METHODS,
         default="auto",
-        help="server targets: convert to Native in the engine, send files as they are (no provenance), "
-        "or let the server read http(s) URLs and s3:// objects itself (auto picks what applies)",
+        help="server targets: client-convert (the engine here parses and sends Native), server-parse (files "
+        "sent as they are, the server parses them, provenance from the stage's defaults), server-side (the "
+        "server reads http(s) URLs and s3:// objects itself), or auto (picks from formats, sizes and cores; "
+        "the report says which ran and why); convert and pass-through are the old names",
+    )
+    spare = p.add_mutually_exclusive_group()
+    spare.add_argument(
+        "--spare-server",
+        dest="spare",
+        action="store_const",
+        const="server",
+        help="with --method auto: parse here, leave the server's cores to its queries",
+    )
+    spare.add_argument(
+        "--spare-client",
+        dest="spare",
+        action="store_const",
+        const="client",
+        help="with --method auto: let the server parse every file it can, leave this machine's cores free",
     )
     p.add_argument(
         "--cluster",

@@ -8,6 +8,7 @@ this package, one concern a module (see chute/load/loader.py for the flow).
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -22,8 +23,10 @@ from chute.load.methods import check_cluster
 from chute.load.options import (
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_FILES,
+    METHOD_ALIASES,
     METHODS,
     ON_CHANGE,
+    SPARE,
     LoadOptions,
     ProgressCallback,
     default_memory_limit,
@@ -66,6 +69,8 @@ def load(
     """
     opts = options or LoadOptions()
     _check_options(opts)
+    if opts.method in METHOD_ALIASES:
+        opts = dataclasses.replace(opts, method=METHOD_ALIASES[opts.method])
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
@@ -104,6 +109,12 @@ def _check_options(opts: LoadOptions) -> None:
     """A wrong request fails before anything is opened, in one line."""
     if opts.method not in METHODS:
         raise UsageError(f"--method must be one of {', '.join(METHODS)}")
+    if opts.spare is not None and opts.spare not in SPARE:
+        raise UsageError(f"spare must be one of {', '.join(SPARE)}")
+    if opts.spare is not None and opts.method != "auto":
+        raise UsageError(
+            f"--spare-{opts.spare} chooses a method for --method auto; it does not go with --method {opts.method}"
+        )
     if opts.on_change not in ON_CHANGE:
         raise UsageError(f"--on-change must be one of {', '.join(ON_CHANGE)}")
     if opts.delimiter is not None and len(opts.delimiter) != 1:

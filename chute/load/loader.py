@@ -110,9 +110,14 @@ class Loader:
         ready = [u for u in plan.load if self._precheck(u, plan)]
         found = batches(ctx, self.methods, ready)
         ctx.single_batch = len(found) == 1 and ctx.claims is None
-        # Files passed through go one per request: as many at once as the target takes.
+        # Files the server parses: one request each, as many at once as keep its cores busy
+        # (batches of several files post theirs at once themselves; a few such batches at a
+        # time, so that one's books overlap the others' parsing).
         passed = found and all(self.methods.pass_through(b) for b in found)
-        streams = ctx.target.parallel_streams if passed else 1
+        streams = 1
+        if passed:
+            single = all(len(b) == 1 for b in found)
+            streams = self.methods.parse.streams(len(found)) if single else min(3, len(found))
         progress = _Progress(ctx, plan)
 
         def one(batch: list[Unit]) -> None:
@@ -175,6 +180,9 @@ class Loader:
             self.commit.remove_rows(replace)
         by_source = ctx.fill_provenance
         pass_through = self.methods.pass_through(batch)
+        if pass_through and by_source:
+            self._load_parsed(batch, plan)
+            return
         try:
             counts = self.writer.write_with_repair(batch, pass_through, by_source)
         except ShardUnavailable as exc:
@@ -189,6 +197,29 @@ class Loader:
         if pass_through or batch[0].is_range:
             by_source = False
         done(ctx, batch, plan, rows=counts if by_source else {batch[0].key: sum(counts.values())})
+
+    def _load_parsed(self, batch: list[Unit], plan: Plan) -> None:
+        """server-parse with provenance: the units the server parsed are done; those it
+        refused (a parse error, row numbers off) load again, read here (client-convert),
+        with the usual fallbacks for bad rows."""
+        ctx = self.ctx
+        try:
+            parsed = self.writer.parsed_with_repair(batch)
+        except ChuteError as exc:
+            self._after_batch_failure(batch, exc, plan)  # nothing of the batch got in
+            return
+        loaded = [u for u in batch if u.key in parsed.rows]
+        if loaded:
+            done(ctx, loaded, plan, rows=parsed.rows)
+            self.methods.ran(loaded, "server-parse")
+        for unit in batch:
+            refusal = parsed.refused.get(unit.key)
+            if refusal is None:
+                continue
+            self.methods.parse.refuse(unit)
+            first = str(refusal).splitlines()[0] if str(refusal) else type(refusal).__name__
+            ctx.note(f"server-parse: {first[:300]}; read here instead")
+            self._load_batch([unit], plan)
 
     # -- when a batch fails: recovery decides, the loader carries it out -------
 

@@ -1,14 +1,14 @@
 """Where a server reads units itself (url(), s3(), s3Cluster()), or parses the bytes chute sends as they are.
 
-Three ways rows reach a server target: "convert" (the local engine reads, casts and
-sends Native; chute.load.writer), "server-side" (the server reads the source itself,
-this module), "pass-through" (file bytes sent as they are, the server parses them).
+Three ways rows reach a server target: "client-convert" (the local engine reads, casts
+and sends Native; chute.load.writer), "server-side" (the server reads the source itself,
+this module), "server-parse" (file bytes sent as they are, the server parses them;
+chute.load.serverparse).
 """
 
 from __future__ import annotations
 
 import copy
-import datetime
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -18,6 +18,7 @@ from chute.capabilities import Capabilities
 from chute.errors import ChuteError, UsageError
 from chute.load.context import LoadContext
 from chute.load.options import LoadOptions
+from chute.load.serverparse import ServerParse, server_time
 from chute.load.values import checked
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
@@ -25,8 +26,6 @@ from chute.sql import quote_ident, quote_str
 from chute.targets.base import Target
 from chute.units import Unit
 
-SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
-"""Reading settings a server of any version knows, for the server-side path."""
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -83,21 +82,11 @@ def server_side_select(
     return ServerRead(expression, f"SELECT {', '.join(exprs)} FROM {expression}")
 
 
-def server_time(mtime_ns: int, capabilities: Capabilities) -> str:
-    """A time as a literal the server parses: to the nanosecond where it has DateTime64,
-    as the embedded path stores it; else to the second (DateTime is all such a table holds)."""
-    seconds, fraction = divmod(mtime_ns, 10**9)
-    if not capabilities.datetime64:
-        return f"toDateTime({seconds}, 'UTC')"
-    stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return f"toDateTime64('{stamp:%Y-%m-%d %H:%M:%S}.{fraction:09d}', 9, 'UTC')"
-
-
 def check_cluster(opts: LoadOptions, target: Target, source: Source, units: list[Unit]) -> None:
     """--cluster: refused at once, in one line, where it cannot be honoured."""
     if opts.cluster is None or not units or not isinstance(source, ServerReadable):
         return  # (files chute reads itself: --cluster only says where tables are made)
-    if opts.method in ("convert", "pass-through"):
+    if opts.method in ("client-convert", "server-parse"):
         raise UsageError(f"--cluster reads on the server's nodes: it does not go with --method {opts.method}")
     caps = target.capabilities
     blocker = source.server_blocker(units[0], caps, opts.cluster)
@@ -123,6 +112,7 @@ class Methods:
 
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
+        self.parse = ServerParse(ctx)
 
     def scrubbed(self, exc: ChuteError) -> ChuteError:
         """`exc` with its message cleaned of source secrets (server-side SQL carries them)."""
@@ -240,15 +230,22 @@ class Methods:
         return ctx.server_reach[where]
 
     def pass_through(self, batch: list[Unit]) -> bool:
-        """Send the file's bytes as they are: asked for, or chosen where nothing is lost."""
+        """Whether the server parses the batch's files itself (server-parse): asked for, or
+        chosen by auto for every unit (chute.load.serverparse says when and why)."""
         ctx = self.ctx
-        # Only local files can be sent as they are (write_raw opens the path).
-        if ctx.opts.method == "convert" or len(batch) != 1 or batch[0].is_range or "://" in batch[0].key:
+        if ctx.opts.method == "client-convert" or (len(batch) != 1 and not ctx.fill_provenance):
             return False
-        possible = not ctx.fill_provenance and ctx.target.accepts_raw(batch[0].fmt, ctx.table)
-        if ctx.opts.method == "pass-through" and not possible:
-            raise UsageError(
-                f"{batch[0].key}: --method pass-through needs a server that parses {batch[0].fmt.format} "
-                f"({batch[0].fmt.compression}) itself and no provenance columns (--no-provenance)"
-            )
-        return possible and self.server_parses(batch[0], "pass-through")
+        return all(self.parse.choose(unit, self.server_parses) for unit in batch)
+
+    def ran(self, batch: list[Unit], method: str, why: str = "") -> None:
+        """The report's count of units per method, and why each method ran."""
+        ctx = self.ctx
+        if not ctx.is_server():
+            return
+        with ctx.lock:
+            methods = ctx.report.methods
+            methods[method] = methods.get(method, 0) + len(batch)
+            for unit in batch:
+                reason = f"{method}: {why or self.parse.why.get(unit.key) or 'the source is read here'}"
+                if reason not in ctx.report.method_why:
+                    ctx.report.method_why.append(reason)

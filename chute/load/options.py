@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from chute.load.claims import DEFAULT_LEASE_SECONDS
 
 ON_CHANGE = ("skip", "reload", "error")
-METHODS = ("auto", "convert", "pass-through", "server-side")
+METHODS = ("auto", "client-convert", "server-parse", "server-side", "convert", "pass-through")
+METHOD_ALIASES = {"convert": "client-convert", "pass-through": "server-parse"}
+"""Earlier names of two methods, still taken."""
+SPARE = ("server", "client")
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
@@ -66,10 +69,14 @@ class LoadOptions:
     connections: int = 2
     """Parallel HTTP connections to a server target."""
     method: str = "auto"
-    """How rows reach a server: "convert" (the engine reads, casts and sends Native),
-    "pass-through" (file bytes sent as they are; the server parses; no provenance),
-    "server-side" (the server reads http(s) URLs and s3:// objects itself),
-    or "auto" (server-side or pass-through where they apply, else convert)."""
+    """How rows reach a server: "client-convert" (the engine here reads, casts and sends
+    Native + ZSTD), "server-parse" (local files' bytes sent as they are, the server parses them
+    into a stage whose provenance columns are DEFAULT expressions), "server-side" (the server
+    reads http(s) URLs and s3:// objects itself), or "auto" (chute.load.serverparse.choose).
+    "convert" and "pass-through" are the earlier names of the first two."""
+    spare: str | None = None
+    """With method "auto": "server" (parse here, the server only stores) or "client"
+    (let the server parse whatever it can) when one side's cores are wanted elsewhere."""
     cluster: str | None = None
     """A cluster of the server (`remote_servers`): a table chute creates is made on every node
     (`ON CLUSTER`: a ReplicatedMergeTree `<table>_local` and a Distributed `<table>`), and so are

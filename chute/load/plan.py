@@ -92,6 +92,7 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
             or not ctx.fill_provenance
             or methods.server_side_possible(unit)
             or methods.server_side_possible(current[0])
+            or methods.pass_through([unit]) != methods.pass_through([current[0]])
             or ctx.serial(unit)
             or unit.is_range
             or current[0].is_range

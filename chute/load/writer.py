@@ -10,19 +10,23 @@ What fails after that goes to chute.load.recovery.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from chute.errors import ChuteError, CommitUncertain, OutOfSpace, TransientTargetError
 from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
-from chute.load.methods import SERVER_READ_SETTINGS, Methods
+from chute.load.methods import Methods
 from chute.load.outcome import batch_label
 from chute.load.reads import Reads
+from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
 from chute.nullcheck import NullsInFile
 from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
+_T = TypeVar("_T")
 
 
 class Writer:
@@ -39,9 +43,20 @@ class Writer:
     def write_with_repair(self, batch: list[Unit], pass_through: bool, by_source: bool) -> dict[str, int]:
         """Write a batch; if the target failed while moving rows in, remove what may
         have got in (by `_source`) and write again, as a re-run would."""
+        return self._repairing(batch, lambda: self.write(batch, pass_through, by_source))
+
+    def parsed_with_repair(self, batch: list[Unit]) -> Parsed:
+        """The server-parse write of a batch (chute.load.serverparse), repaired as any write."""
+
+        def unchanged(units: list[Unit]) -> None:
+            self.commit.unchanged_check(units)(None, {})
+
+        return self._repairing(batch, lambda: self.methods.parse.write(batch, unchanged))
+
+    def _repairing(self, batch: list[Unit], write: Callable[[], _T]) -> _T:
         for attempt in range(REPAIR_ATTEMPTS):
             try:
-                return self.write(batch, pass_through, by_source)
+                return write()
             except CommitUncertain:
                 if not self.ctx.has_provenance or attempt == REPAIR_ATTEMPTS - 1:
                     raise
@@ -64,7 +79,7 @@ class Writer:
             elif batch[0].key in self.ctx.named:
                 settings["input_format_parallel_parsing"] = 0  # see _parallel_parsing: _row_number is off
             try:
-                return self.ctx.target.write_select(
+                counts = self.ctx.target.write_select(
                     self.ctx.table,
                     self.ctx.insert_columns(),
                     server_select,
@@ -75,8 +90,10 @@ class Writer:
                 )
             except ChuteError as exc:
                 raise self.methods.scrubbed(exc) from None
+            self.methods.ran(batch, "server-side", "the server reads it itself")
+            return counts
         if pass_through:
-            return self.ctx.target.write_raw(
+            counts = self.ctx.target.write_raw(
                 self.ctx.table,
                 self.ctx.insert_columns(),
                 batch[0],
@@ -85,7 +102,11 @@ class Writer:
                 batch[0].key,
                 self.commit.unchanged_check(batch),
             )
-        return self.converted(batch, by_source)
+            self.methods.ran(batch, "server-parse")
+            return counts
+        counts = self.converted(batch, by_source)
+        self.methods.ran(batch, "client-convert")
+        return counts
 
     def converted(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
         try:

@@ -39,6 +39,32 @@ def http_client(**options: Any) -> httpx.Client:
         raise UsageError(f"cannot set up TLS: {reason}") from None
 
 
+def tls_context(verify: bool = True) -> ssl.SSLContext:
+    """The TLS setup httpx makes (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's CAs), for
+    clients built on the standard library; a setup that fails is one line, as in `http_client`."""
+    if not verify:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    try:
+        if os.environ.get("SSL_CERT_FILE"):
+            return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+        if os.environ.get("SSL_CERT_DIR"):
+            return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+        import certifi
+
+        return ssl.create_default_context(cafile=certifi.where())
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        name = next((n for n in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(n)), None)
+        if name is not None:
+            raise UsageError(
+                f"cannot set up TLS: {name}={os.environ[name]}: {reason} (point it at CA certificates, or unset it)"
+            ) from None
+        raise UsageError(f"cannot set up TLS: {reason}") from None
+
+
 class TryAgain(Exception):
     """Raised inside a call that `retry` runs: try again at once, without waiting (S3
     named another region). Out of attempts, it reaches the caller."""

@@ -144,6 +144,12 @@ class Target(Protocol):
         """Send one file's bytes for the server to parse (all-or-nothing); rows under ""."""
         ...
 
+    def insert_file(
+        self, into: TableName, columns: Sequence[str], unit: Unit, format_name: str, settings: Settings, context: str
+    ) -> None:
+        """Send one local file's bytes for the server to parse into `into` (a stage), as they are."""
+        ...
+
     def table_stats(self, table: TableName) -> tuple[int, int]:
         """(rows, bytes on disk) of a table (of all its shards' tables, for a Distributed one)."""
         ...

@@ -171,7 +171,12 @@ class EmbeddedTarget:
         context: str,
         before_commit: CommitCheck | None = None,
     ) -> dict[str, int]:
-        raise UsageError("pass-through is for server targets; the embedded engine reads files itself")
+        raise UsageError("server-parse is for server targets; the embedded engine reads files itself")
+
+    def insert_file(
+        self, into: TableName, columns: Sequence[str], unit: Unit, format_name: str, settings: Settings, context: str
+    ) -> None:
+        raise UsageError("server-parse is for server targets; the embedded engine reads files itself")
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)

@@ -446,6 +446,20 @@ class ServerTarget:
             content_encoding="gzip" if unit.fmt.compression == "gzip" else None,
         )
 
+    def insert_file(
+        self, into: TableName, columns: Sequence[str], unit: Unit, format_name: str, settings: Settings, context: str
+    ) -> None:
+        """POST a local file's bytes as they are into `into` (gzip as the body's encoding), with
+        exactly `settings`: the server parses them (the server-parse method's stages)."""
+        self.client.insert(
+            f"INSERT INTO {into.sql} ({', '.join(quote_ident(c) for c in columns)}) FORMAT {format_name}",
+            self._file_body(unit.key),
+            settings=settings,
+            context=context,
+            content_encoding="gzip" if unit.fmt.compression == "gzip" else None,
+            length=unit.size,
+        )
+
     def _file_body(self, path: str) -> Iterator[bytes]:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):

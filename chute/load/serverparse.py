@@ -1,0 +1,374 @@
+"""server-parse: a server parses local files' bytes itself, and the stage fills provenance.
+
+Each file goes as it is on disk (gzip as the body's Content-Encoding) into a stage table
+of its own whose provenance columns are DEFAULT expressions: `_source`, `_source_mtime`
+and `_load_id` constants, `_source_row` = `rowNumberInAllBlocks() + 1`. The POST names
+only the data columns. rowNumberInAllBlocks() counts within one insert block (measured on
+18.16: it starts again at every block the format reader makes, and squashing blocks
+afterwards does not help), so `max_insert_block_size` is set above the file's row count
+(its uncompressed size bounds it), and parallel parsing is off where the server has it.
+Before anything moves in, one query checks every stage's `_source_row` is exactly 1..n;
+a stage that is not is dropped and its file read here (client-convert), as is a file the
+server cannot parse (then the usual fallbacks give bad rows their rejects).
+
+The stages of a batch fill at once, then move in with one ALTER (ATTACH PARTITION ... FROM
+each), so the books (ledger, claims) cost what they cost for any batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from chute.capabilities import Capabilities
+from chute.errors import ChuteError, CommitUncertain, TransientTargetError, UsageError
+from chute.load.context import LoadContext
+from chute.remote.http import retry
+from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.engines import unreplicated
+from chute.targets.staging import ATTACH_PER_STATEMENT, stage_name
+from chute.units import Unit
+
+SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
+"""Reading settings a server of any version knows, for the paths where it parses."""
+ONE_BLOCK_BYTES = 256 * 2**20
+"""Files up to this size uncompressed go in one insert block (the server holds the block in
+memory while it writes it); bigger ones are read here."""
+RETRIES = 4
+BACKOFF_SECONDS = 0.5
+_KEY_NAMES = re.compile(r"\b(_source|_source_mtime|_source_row|_load_id)\b")
+
+
+def server_time(mtime_ns: int, capabilities: Capabilities) -> str:
+    """A time as a literal the server parses: to the nanosecond where it has DateTime64,
+    as the embedded path stores it; else to the second (DateTime is all such a table holds)."""
+    seconds, fraction = divmod(mtime_ns, 10**9)
+    if not capabilities.datetime64:
+        return f"toDateTime({seconds}, 'UTC')"
+    stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return f"toDateTime64('{stamp:%Y-%m-%d %H:%M:%S}.{fraction:09d}', 9, 'UTC')"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What auto asks of the server once: its cores, and the settings it knows."""
+
+    cores: int
+    parallel_parsing: bool
+    """It has `input_format_parallel_parsing` (which cuts a body into many blocks)."""
+
+
+def uncompressed_size(unit: Unit) -> int | None:
+    """The bytes the server parses: a plain file's size; a gzip file's from its trailer (ISIZE,
+    exact for one member under 4 GiB); None where it cannot be told."""
+    if unit.fmt.compression == "none":
+        return unit.size
+    if unit.fmt.compression != "gzip" or unit.size >= 2**32 or unit.size < 18:
+        return None
+    try:
+        with open(unit.key, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            size = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return None
+    # A multi-member file's trailer tells its last member only: a size below the compressed one is not believed.
+    return size if size >= unit.size // 2 else None
+
+
+class RowNumbersWrong(ChuteError):
+    """A stage whose `_source_row` is not 1..n (the body was cut into several blocks)."""
+
+
+@dataclass
+class Parsed:
+    """What a batch's server-parse write did: rows per committed unit, and units to read here."""
+
+    rows: dict[str, int]
+    refused: dict[str, ChuteError]
+
+
+class ServerParse:
+    """Which units a server parses itself (auto's choice and why), and the staged write."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self._server: ServerInfo | None = None
+        self._engine: str | None = None
+        self._lock = threading.Lock()
+        self.chosen: dict[str, bool] = {}
+        self.why: dict[str, str] = {}
+        """Per unit: why its method was chosen (for the report)."""
+        self.refused: set[str] = set()
+        """Units the server could not parse (or number) in this load: read here from now on."""
+
+    # -- the choice -------------------------------------------------------------
+
+    def server(self) -> ServerInfo:
+        """The server's cores (`max_threads`) and whether it parses bodies in parallel (one read)."""
+        with self._lock:
+            if self._server is None:
+                found = {
+                    str(r["name"]): str(r["value"])
+                    for r in self.ctx.target.rows(
+                        "SELECT name, value FROM system.settings "
+                        "WHERE name IN ('max_threads', 'input_format_parallel_parsing')"
+                    )
+                }
+                digits = re.findall(r"\d+", found.get("max_threads", ""))
+                self._server = ServerInfo(int(digits[-1]) if digits else 1, "input_format_parallel_parsing" in found)
+            return self._server
+
+    def blocker(self, unit: Unit) -> str | None:
+        """Why the server cannot parse `unit` with everything kept (None: it can)."""
+        ctx = self.ctx
+        fmt = unit.fmt
+        if not ctx.is_server():
+            return "not a server target"
+        if unit.is_range or "://" in unit.key:
+            return "only whole local files go as they are"
+        if not ctx.target.accepts_raw(fmt, ctx.table):
+            return f"the server does not take {fmt.format} ({fmt.compression}) bodies into this table"
+        if not ctx.fill_provenance:
+            return None
+        if not ctx.info.stageable:
+            return "the table is not a MergeTree: there is no stage to fill provenance in"
+        if ctx.meta is not None and str(ctx.meta.get("engine", "")) == "Distributed":
+            return "a Distributed table's shards are filled from rows read here"
+        if ctx.extra_filled():
+            return "the source adds provenance columns of its own"
+        keys = ctx.info.sorting_key + " " + ctx.info.partition_key
+        if "CREATE" in keys:  # old servers: the whole DDL stands in for the keys
+            keys = keys.split(" ENGINE = ", 1)[-1]
+        if _KEY_NAMES.search(keys):
+            return "a provenance column is in the table's keys"
+        size = uncompressed_size(unit)
+        if size is None:
+            return "its uncompressed size is not known (one insert block must hold the file)"
+        if size > ONE_BLOCK_BYTES:
+            return f"over {ONE_BLOCK_BYTES // 2**20} MiB uncompressed (the server holds one file as one block)"
+        return None
+
+    def choose(self, unit: Unit, server_parses: Callable[[Unit, str], bool]) -> bool:
+        """Whether the server parses `unit` (remembered per unit; `why` says why)."""
+        with self._lock:
+            if unit.key in self.chosen:
+                return self.chosen[unit.key]
+        chosen, why = self._decide(unit, server_parses)
+        with self._lock:
+            self.chosen[unit.key], self.why[unit.key] = chosen, why
+        return chosen
+
+    def _decide(self, unit: Unit, server_parses: Callable[[Unit, str], bool]) -> tuple[bool, str]:
+        ctx = self.ctx
+        method = ctx.opts.method
+        if method == "client-convert":
+            return False, "asked for (--method client-convert)"
+        if unit.key in self.refused:
+            return False, "the server could not parse or number a file; read here"
+        blocker = self.blocker(unit)
+        if method == "server-parse":
+            if blocker is not None:
+                raise UsageError(f"{unit.key}: --method server-parse: {blocker}")
+            server_parses(unit, "server-parse")  # the note on values it does not check
+            return True, "asked for (--method server-parse)"
+        if blocker is not None:
+            return False, f"the server cannot parse it with everything kept: {blocker}"
+        if not server_parses(unit, "server-parse"):
+            return False, "the server's parser would change values unchecked (see notes)"
+        client = os.cpu_count() or 1
+        if ctx.opts.spare == "server":
+            return False, "--spare-server: parsed here, the server only stores"
+        if ctx.opts.spare == "client":
+            return True, "--spare-client: the server parses what it can"
+        server = self.server().cores
+        if server * 2 <= client:
+            return False, f"the server has {server} cores, this machine {client}: parsed here"
+        return True, (
+            f"the server parses {unit.fmt.format} ({unit.fmt.compression}) itself with {server} cores "
+            f"(this machine {client}); no conversion here"
+        )
+
+    def refuse(self, unit: Unit) -> None:
+        """The server could not parse or number `unit`: it is read here from now on."""
+        with self._lock:
+            self.refused.add(unit.key)
+            self.chosen[unit.key] = False
+            self.why[unit.key] = "the server could not parse it as it is; read here"
+
+    def streams(self, files: int) -> int:
+        """Files posted at once: enough to keep the server's cores busy between round trips."""
+        cores = self.server().cores if self.ctx.fill_provenance else 1
+        return max(1, min(files, max(self.ctx.target.parallel_streams, 2 * cores)))
+
+    # -- the write --------------------------------------------------------------
+
+    def defaults(self, unit: Unit) -> str:
+        """`MODIFY COLUMN` commands giving the stage's provenance columns this unit's values."""
+        ctx = self.ctx
+        types = {c.name: c.type for c in ctx.info.columns}
+        values = {
+            "_source": quote_str(unit.source_name),
+            "_source_mtime": server_time(unit.mtime_ns, ctx.target.capabilities),
+            "_source_row": "rowNumberInAllBlocks() + 1",
+            "_load_id": quote_str(ctx.load_id),
+        }
+        return ", ".join(
+            f"MODIFY COLUMN {quote_ident(n)} {types[n]} DEFAULT CAST({v}, {quote_str(types[n])})"
+            for n, v in values.items()
+        )
+
+    def settings(self, unit: Unit) -> dict[str, str | int | float]:
+        ctx = self.ctx
+        settings = {k: v for k, v in ctx.format_settings().items() if k in SERVER_READ_SETTINGS}
+        settings["input_format_skip_unknown_fields"] = 0
+        if ctx.fill_provenance:
+            # One block per file: rows <= bytes (every row ends with a newline, but the last).
+            settings["max_insert_block_size"] = (uncompressed_size(unit) or unit.size) + 2
+            if self.server().parallel_parsing:
+                settings["input_format_parallel_parsing"] = 0
+        return settings
+
+    def engine_clause(self) -> str:
+        """` ENGINE = ...` for a stage where the table is replicated ("" else), read once:
+        the stage is the same engine unreplicated (chute.targets.staging does the same)."""
+        with self._lock:
+            if self._engine is None:
+                table = self.ctx.table
+                database = quote_str(table.database) if table.database else "currentDatabase()"
+                found = self.ctx.target.rows(
+                    f"SELECT engine_full FROM system.tables WHERE database = {database} "
+                    f"AND name = {quote_str(table.table)}"
+                )
+                plain = unreplicated(str(found[0]["engine_full"])) if found else None
+                self._engine = f" ENGINE = {plain}" if plain is not None else ""
+            return self._engine
+
+    def write(self, batch: list[Unit], before_commit: Callable[[list[Unit]], None]) -> Parsed:
+        """Each unit into its own stage, at once; the rows checked; all moved in by one ALTER.
+
+        Units the server refused (a parse error, row numbers off) are in `refused` and
+        nothing of them is in the table. Raises before anything moved in, or
+        CommitUncertain when the ALTER failed on the way (some stages may be in).
+        """
+        ctx = self.ctx
+        owner = ctx.claims.load if ctx.claims is not None else ""
+        stages: dict[str, TableName] = {}
+        refused: dict[str, ChuteError] = {}
+        lock = threading.Lock()
+        engine = self.engine_clause()
+
+        def fill(unit: Unit) -> None:
+            def once(_: int) -> None:
+                # Named as chute.targets.staging names stages: a killed run's are dropped by the next.
+                into = TableName(ctx.table.database, stage_name(ctx.table, owner))
+                with lock:
+                    stages[unit.key] = into
+                ctx.target.execute(f"CREATE TABLE {into.sql} AS {ctx.table.sql}{engine}", context=unit.key)
+                ctx.target.execute(f"ALTER TABLE {into.sql} {self.defaults(unit)}", context=unit.key)
+                ctx.target.insert_file(
+                    into,
+                    [c.name for c in ctx.input_columns()],
+                    unit,
+                    ctx.format_name(unit),
+                    self.settings(unit),
+                    unit.key,
+                )
+
+            def again(exc: Exception) -> bool:
+                if isinstance(exc, TransientTargetError):
+                    with lock:
+                        stage = stages.pop(unit.key, None)
+                    self._drop(stage)
+                    return True
+                return False
+
+            try:
+                retry(once, RETRIES + 1, BACKOFF_SECONDS, again)
+            except ChuteError as exc:
+                if not exc.terminal:
+                    raise
+                with lock:
+                    refused[unit.key] = exc
+
+        try:
+            with ThreadPoolExecutor(self.streams(len(batch))) as pool:
+                for future in [pool.submit(fill, u) for u in batch]:
+                    future.result()
+            rows = self._checked(batch, stages, refused)
+            before_commit([u for u in batch if u.key in rows])
+            if ctx.claims is not None:
+                ctx.claims.guard()  # last: nothing slow between the check and the ATTACH
+            self._move_in({k: stages[k] for k, n in rows.items() if n})
+            return Parsed(rows, refused)
+        finally:
+            # A failure to drop must not look like a failed write (the rows may be in): the
+            # next run drops what is left (Stage.drop_stale).
+            with ThreadPoolExecutor(self.streams(len(stages) or 1)) as pool:
+                list(pool.map(self._drop, list(stages.values())))
+
+    def _checked(
+        self, batch: list[Unit], stages: dict[str, TableName], refused: dict[str, ChuteError]
+    ) -> dict[str, int]:
+        """Rows per filled stage whose `_source_row` is exactly 1..n (one query for all);
+        the others go to `refused`."""
+        filled = [u for u in batch if u.key not in refused and u.key in stages]
+        if not filled:
+            return {}
+        parts = []
+        for i, unit in enumerate(filled):
+            table = stages[unit.key]
+            parts.append(
+                f"SELECT {i} AS i, count() AS n, min(_source_row) AS lo, max(_source_row) AS hi, "
+                f"toString(sum(_source_row)) AS s, toString(sum(_source_row * _source_row)) AS q FROM {table.sql}"
+            )
+        rows: dict[str, int] = {}
+        for got in self.ctx.target.rows(" UNION ALL ".join(parts), context=filled[0].key):
+            unit = filled[int(got["i"])]
+            n = int(got["n"])
+            # Squares summed in UInt64 on every server version: compared modulo 2**64.
+            exact = (int(got["lo"]), int(got["hi"]), int(got["s"]), int(got["q"])) == (
+                1,
+                n,
+                n * (n + 1) // 2,
+                (n * (n + 1) * (2 * n + 1) // 6) % 2**64,
+            )
+            if n == 0 or exact:
+                rows[unit.key] = n
+            else:
+                refused[unit.key] = RowNumbersWrong(f"{unit.key}: row numbers from the server are not 1..{n}")
+        return rows
+
+    def _move_in(self, stages: dict[str, TableName]) -> None:
+        """Every stage's partitions into the table, in as few ALTERs as there are 100s of them."""
+        if not stages:
+            return
+        ctx = self.ctx
+        names = {s.table: s for s in stages.values()}
+        database = quote_str(ctx.table.database) if ctx.table.database else "currentDatabase()"
+        listed = ", ".join(quote_str(n) for n in names)
+        parts = ctx.target.rows(
+            "SELECT DISTINCT table, partition_id FROM system.parts WHERE active "
+            f"AND database = {database} AND table IN ({listed})"
+        )
+        commands = [
+            f"ATTACH PARTITION ID {quote_str(str(p['partition_id']))} FROM {names[str(p['table'])].sql}" for p in parts
+        ]
+        try:
+            for i in range(0, len(commands), ATTACH_PER_STATEMENT):
+                ctx.target.execute(
+                    f"ALTER TABLE {ctx.table.sql} {', '.join(commands[i : i + ATTACH_PER_STATEMENT])}",
+                    context=f"moving in {len(stages)} file(s)",
+                )
+        except TransientTargetError as exc:
+            raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
+
+    def _drop(self, stage: TableName | None) -> None:
+        if stage is not None:
+            with contextlib.suppress(ChuteError):
+                self.ctx.target.execute(f"DROP TABLE IF EXISTS {stage.sql}")
