@@ -21,12 +21,14 @@ Data sets (generated once, cached under bench/common.DATA_DIR):
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import platform
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -181,6 +183,8 @@ class Result:
     """CPU seconds of the clickhouse-server process per run (0 for embedded methods)."""
     skipped: str = ""
     """Why the method could not run on this data set (then nothing else is set)."""
+    chute_methods: dict[str, int] = field(default_factory=dict)
+    """chute into a server: files per method that ran (the report's `methods`)."""
 
     @property
     def rows_per_s(self) -> float:
@@ -295,15 +299,46 @@ class Bench:
         baselines.run_all(pool, baselines.client_pipe, [(command, f, ds.gzipped) for f in ds.files])
         return None
 
+    def split(self, method: Method, ds: DataSet, database: str, result: Result) -> tuple[float, int | None]:
+        """The server on core 0, the client on core 1 (as on two machines); (seconds, wire bytes).
+        The client is a process of its own that times itself after its imports."""
+        pid = self.server.process.pid if self.server.process is not None else None
+        if pid is None:
+            raise BenchError("split cores: no server process to pin")
+        if method.chute:
+            args = ["chute", method.chute_method, f"{self.server.url}/{database}", str(ds.directory)]
+        else:
+            args = ["raw", "127.0.0.1", str(self.server.http_port), database, ds.server_format]
+            args += ["1" if ds.gzipped else "0", *[str(f) for f in ds.files]]
+        all_cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+        subprocess.run(["taskset", "-a", "-p", "-c", "0", str(pid)], check=True, capture_output=True)
+        try:
+            done = subprocess.run(
+                ["taskset", "-c", "1", sys.executable, str(SPLIT_CLIENT), *args],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        finally:
+            subprocess.run(["taskset", "-a", "-p", "-c", all_cores, str(pid)], check=True, capture_output=True)
+        if done.returncode != 0:
+            raise BenchError(f"{ds.name} / {result.label}: {done.stderr.strip()[-500:]}")
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        result.client_cpu.append(float(out["cpu"]))
+        result.chute_methods = dict(out.get("methods", {}))
+        return float(out["seconds"]), int(out["sent"])
+
     def bare_engine(self, ds: DataSet, database: str) -> int | None:
         pattern = str(ds.directory / ("*" + "".join(ds.files[0].suffixes)))
         self.engine.execute(f"INSERT INTO {database}.t SELECT * FROM file({quote_str(pattern)})")
         return None
 
-    def chute_load(self, ds: DataSet, database: str, target: str, result: Result) -> int | None:
+    def chute_load(self, ds: DataSet, database: str, target: str, result: Result, method: str = "auto") -> int | None:
         spec = self.embedded_path if target == "embedded" else f"{self.server.url}/{database}"
         table = f"{database}.t" if target == "embedded" else "t"
-        report = chute.load([str(ds.directory)], table=table, target=spec)
+        options = chute.LoadOptions(method=method) if target == "server" else None
+        report = chute.load([str(ds.directory)], table=table, target=spec, options=options)
+        result.chute_methods = dict(report.methods)
         if not report.ok or report.rows_loaded != ds.rows:
             failed = [f"{f.source}: {f.error}" for f in report.files if f.state == "failed"]
             raise BenchError(f"{ds.name} / {result.label}: chute loaded {report.rows_loaded:,} rows; {failed}")
@@ -325,6 +360,10 @@ class Method:
     parallel: int = 1
     processes: bool = False
     extra: str = ""  # "", "provenance" (chute's), "py" (the seed-1 loader's columns)
+    chute_method: str = "auto"
+    """chute's --method for a server target."""
+    split: bool = False
+    """Split cores: the server pinned to core 0, the client (a process of its own) to core 1."""
 
 
 STREAMS_ONLY = {"py_json", "py_orjson"}
@@ -348,8 +387,46 @@ METHODS = [
     ),
     Method("client_seq", "gunzip | clickhouse-client, sequential (seed 5)", "server"),
     Method("client_par", "gunzip | clickhouse-client, 4 parallel (seed 5)", "server", parallel=PARALLEL),
-    Method("chute_server", "chute.load -> server (provenance + ledger)", "server", chute=True, extra="provenance"),
+    Method(
+        "chute_server", "chute.load -> server, auto (provenance + ledger)", "server", chute=True, extra="provenance"
+    ),
+    Method(
+        "chute_server_parse",
+        "chute.load -> server, server-parse (provenance + ledger)",
+        "server",
+        chute=True,
+        extra="provenance",
+        chute_method="server-parse",
+    ),
+    Method(
+        "chute_client_convert",
+        "chute.load -> server, client-convert (provenance + ledger)",
+        "server",
+        chute=True,
+        extra="provenance",
+        chute_method="client-convert",
+    ),
+    Method("split_raw_post", "split cores: raw POST per file, 4 parallel", "server", split=True),
+    Method(
+        "split_server_parse",
+        "split cores: chute -> server, server-parse",
+        "server",
+        chute=True,
+        extra="provenance",
+        chute_method="server-parse",
+        split=True,
+    ),
+    Method(
+        "split_client_convert",
+        "split cores: chute -> server, client-convert",
+        "server",
+        chute=True,
+        extra="provenance",
+        chute_method="client-convert",
+        split=True,
+    ),
 ]
+SPLIT_CLIENT = Path(__file__).resolve().parent / "split_client.py"
 
 
 def label_for(method: Method, ds: DataSet) -> str:
@@ -373,6 +450,8 @@ def applicable(bench: Bench, method: Method, ds: DataSet) -> str | None:
         return None  # the seed-1 Python loader parses JSON lines only
     if method.key == "client_par" and len(ds.files) < 2:
         return None
+    if method.split and ((os.cpu_count() or 1) < 2 or shutil.which("taskset") is None):
+        return "needs 2 cores and taskset"
     if method.target == "server" and not method.chute and not bench.server_formats.get(ds.server_format, True):
         return f"server {bench.server_version} cannot read {ds.server_format}"
     return ""
@@ -423,18 +502,22 @@ def run_once(bench: Bench, method: Method, ds: DataSet, result: Result) -> None:
         result.disk_bytes = 0
         cpu0, server0 = _own_cpu(), _server_cpu(bench)
         t0 = time.perf_counter()
-        if method.key == "bare":
+        seconds: float | None = None
+        if method.split:
+            seconds, wire = bench.split(method, ds, database, result)
+        elif method.key == "bare":
             wire = bench.bare_engine(ds, database)
         elif method.chute:
-            wire = bench.chute_load(ds, database, method.target, result)
+            wire = bench.chute_load(ds, database, method.target, result, method.chute_method)
         elif method.key == "raw_post":
             wire = bench.raw_post(ds, database, pool)
         elif method.key in STREAMS_ONLY:
             wire = bench.python_loader(ds, database, pool, method.key.removeprefix("py_"))
         else:
             wire = bench.client(ds, database, pool)
-        seconds = time.perf_counter() - t0
-        result.client_cpu.append(_own_cpu() - cpu0)
+        if seconds is None:
+            seconds = time.perf_counter() - t0
+            result.client_cpu.append(_own_cpu() - cpu0)
         result.server_cpu.append(_server_cpu(bench) - server0)
         bench.inspect(method.target, ds, database, result)
     result.runs.append(seconds)
@@ -528,6 +611,14 @@ def check_checksums(ds: DataSet, results: list[Result]) -> None:
         raise BenchError(f"{ds.name}: the tables hold different values: {detail}")
 
 
+REMOTE = {
+    "auto": ("chute_server", None),
+    "server-parse": ("chute_server_parse", "split_server_parse"),
+    "client-convert": ("chute_client_convert", "split_client_convert"),
+}
+"""chute's remote methods: (shared-cores row, split-cores row)."""
+
+
 def goals(by_set: dict[str, list[Result]]) -> dict[str, Any]:
     """P1, P2, P3 as ratios measured in this run (None where a set or method did not run)."""
 
@@ -537,17 +628,41 @@ def goals(by_set: dict[str, list[Result]]) -> dict[str, Any]:
                 return r
         return None
 
+    def ratio(a: Result | None, b: Result | None) -> float | None:
+        return a.seconds / b.seconds if a and b else None
+
     out: dict[str, Any] = {}
     for ds in by_set:
         bare, emb, srv, raw = (get(ds, k) for k in ("bare", "chute_embedded", "chute_server", "raw_post"))
-        entry: dict[str, float | None] = {
-            "P1_chute_embedded_over_bare": emb.seconds / bare.seconds if emb and bare else None,
-            "P3_chute_server_over_raw_post": srv.seconds / raw.seconds if srv and raw else None,
+        split_raw, orj = get(ds, "split_raw_post"), get(ds, "py_orjson")
+        entry: dict[str, Any] = {
+            "P1_chute_embedded_over_bare": ratio(emb, bare),
+            "P3_chute_server_over_raw_post": ratio(srv, raw),
             "P3_wire_over_input_bytes": (srv.wire_bytes or 0) / srv.input_bytes if srv else None,
         }
-        orj = get(ds, "py_orjson")
         if orj and srv:
             entry["P2_orjson_loader_over_chute_server"] = orj.seconds / srv.seconds
+        methods: dict[str, dict[str, Any]] = {}
+        for name, (shared_key, split_key) in REMOTE.items():
+            shared, split = get(ds, shared_key), get(ds, split_key) if split_key else None
+            if shared is None:
+                continue
+            methods[name] = {
+                "ran": shared.chute_methods,
+                "seconds": shared.seconds,
+                "client_cpu": statistics.median(shared.client_cpu),
+                "server_cpu": statistics.median(shared.server_cpu),
+                "wire_bytes": shared.wire_bytes,
+                "P3_over_raw_post": ratio(shared, raw),
+                "P3_split_over_raw_post": ratio(split, split_raw),
+                "split_seconds": split.seconds if split else None,
+                "P2_orjson_over_it": ratio(orj, shared),
+                "server_cpu_over_raw_post": statistics.median(shared.server_cpu) / statistics.median(raw.server_cpu)
+                if raw and statistics.median(raw.server_cpu)
+                else None,
+                "wire_over_input_bytes": (shared.wire_bytes or 0) / shared.input_bytes,
+            }
+        entry["remote_methods"] = methods
         out[ds] = entry
     return out
 
@@ -567,27 +682,48 @@ def print_goals(g: dict[str, Any]) -> None:
         print(_goal("P1 streams: chute embedded / bare engine", s["P1_chute_embedded_over_bare"], 1.0, False))
         print(
             _goal(
-                "P2 streams: orjson provenance loader / chute server",
+                "P2 streams: orjson provenance loader / chute server (auto)",
                 s.get("P2_orjson_loader_over_chute_server"),
-                7.0,
+                5.0,
                 True,
                 "x",
             )
         )
         print(
-            _goal("P3 streams: chute server / raw gzip POST 4 parallel", s["P3_chute_server_over_raw_post"], 1.0, False)
+            _goal(
+                "P3 streams: chute server (auto) / raw gzip POST 4 parallel",
+                s["P3_chute_server_over_raw_post"],
+                1.0,
+                False,
+            )
         )
         print(
-            _goal("P3 streams: chute bytes on the wire / gzip input bytes", s["P3_wire_over_input_bytes"], 0.6, False)
+            _goal(
+                "P3 streams: chute (auto) bytes on the wire / gzip input bytes",
+                s["P3_wire_over_input_bytes"],
+                0.4,
+                False,
+            )
         )
     for name, e in g.items():
-        if name == "streams":
-            continue
-        print(f"   {name}:")
-        print("      " + _goal("P1 chute embedded / bare engine", e["P1_chute_embedded_over_bare"], 1.0, False))
-        print("      " + _goal("chute server / raw POST", e["P3_chute_server_over_raw_post"], 1.0, False))
-        wire = e["P3_wire_over_input_bytes"]
-        print(f"      chute bytes on the wire / input bytes = {'n/a' if wire is None else f'{wire:.3f}'}")
+        if name != "streams":
+            print(f"   {name}:")
+            print("      " + _goal("P1 chute embedded / bare engine", e["P1_chute_embedded_over_bare"], 1.0, False))
+            print("      " + _goal("chute server / raw POST", e["P3_chute_server_over_raw_post"], 1.0, False))
+        for method, m in e.get("remote_methods", {}).items():
+            wire = "-" if m["wire_bytes"] is None else f"{m['wire_bytes'] / 1e6:.1f} MB"
+            ran = ", ".join(f"{k} {v}" for k, v in m["ran"].items()) or "-"
+            print(
+                f"   {name} / {method} (ran: {ran}): {m['seconds']:.2f} s, client cpu {m['client_cpu']:.2f} s, "
+                f"server cpu {m['server_cpu']:.2f} s, wire {wire}"
+            )
+            print("      " + _goal("P3 shared cores / raw POST", m["P3_over_raw_post"], 1.0, False))
+            print("      " + _goal("P3 split cores / raw POST split", m["P3_split_over_raw_post"], 1.0, False))
+            if name == "streams":
+                print("      " + _goal("P2 orjson loader / it", m["P2_orjson_over_it"], 5.0, True, "x"))
+            if method == "client-convert":
+                print("      " + _goal("server cpu / raw POST's", m["server_cpu_over_raw_post"], 0.55, False))
+                print("      " + _goal("wire bytes / input bytes", m["wire_over_input_bytes"], 0.4, False))
 
 
 # -- main -----------------------------------------------------------------------
