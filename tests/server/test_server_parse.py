@@ -1,0 +1,244 @@
+"""The two remote methods against the real clickhouse-server (18.16): server-parse (files
+sent as they are, provenance from the stage's DEFAULT expressions) and client-convert
+(Native + ZSTD from the engine here), and auto's choice between them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import chute
+from chute.load.serverparse import ServerParse
+
+from ..harness.servers import ClickHouseServer, server_query
+from .test_concurrency import _assert_exactly_once, _fresh, _load, _wait_all
+from .test_server import _checksum, _load_command, _make_files, _wait_for_done_units
+
+METHODS = ["server-parse", "client-convert"]
+
+
+def _write_lines(path: Path, lines: list[str], gz: bool = True) -> None:
+    text = "".join(line + "\n" for line in lines).encode()
+    path.write_bytes(gzip.compress(text) if gz else text)
+
+
+def _strings(directory: Path, files: int, rows: int) -> list[Path]:
+    """JSON-lines files of strings only (values no parser changes), each line naming its file and line."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(files):
+        path = directory / f"f{i:02d}.json.gz"
+        _write_lines(path, [json.dumps({"k": f"f{i}-{j}", "v": "x" * (j % 7)}) for j in range(1, rows + 1)])
+        os.utime(path, (1_760_000_000 + i, 1_760_000_000 + i))
+        paths.append(path)
+    return paths
+
+
+def _rows(url: str, sql: str) -> list[list[str]]:
+    return [line.split("\t") for line in server_query(url, sql + " FORMAT TSV").splitlines() if line]
+
+
+def _check_provenance(url: str, paths: list[Path], load_id: str) -> None:
+    """Every row's provenance against the files themselves: `_source_row` is the line the row
+    is on (read here, line by line), `_source` the file, `_source_mtime` its mtime."""
+    got = {
+        k: (source, int(row), int(mtime), lid)
+        for k, source, row, mtime, lid in _rows(
+            url, "SELECT k, _source, _source_row, toUnixTimestamp(_source_mtime), _load_id FROM t"
+        )
+    }
+    expected = 0
+    for path in paths:
+        for line_no, line in enumerate(gzip.decompress(path.read_bytes()).decode().splitlines(), start=1):
+            key = json.loads(line)["k"]
+            assert got[key] == (str(path), line_no, int(path.stat().st_mtime), load_id), (key, got[key])
+            expected += 1
+    assert len(got) == expected
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_exact_provenance_and_exactly_once(tmp_path: Path, server_url: str, method: str) -> None:
+    paths = _strings(tmp_path / "data", files=9, rows=3000)
+    opts = chute.LoadOptions(method=method)
+    report = chute.load([str(tmp_path / "data")], table="t", target=server_url, options=opts)
+    assert report.ok and report.rows_loaded == 27_000, report.files
+    assert report.methods == {method: 9}, report.methods
+    assert report.server_round_trips > 0
+    _check_provenance(server_url, paths, report.load_id)
+    again = chute.load([str(tmp_path / "data")], table="t", target=server_url, options=opts)
+    assert again.rows_loaded == 0 and again.files_skipped == 9
+    assert _rows(server_url, "SELECT count() FROM t") == [["27000"]]
+    stages = _rows(server_url, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%'")
+    assert stages == [["0"]]
+
+
+def test_csv_with_a_header_and_plain_files(tmp_path: Path, server_url: str) -> None:
+    """CSV with a header line (gzip) and uncompressed JSON lines: rows numbered from the first data row."""
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_lines(data / "a.csv.gz", ["k,v", *[f"a-{j},{j}" for j in range(1, 501)]])
+    _write_lines(data / "b.csv", ["k,v", *[f"b-{j},{j * 2}" for j in range(1, 301)]], gz=False)
+    opts = chute.LoadOptions(method="server-parse")
+    report = chute.load([str(data)], table="t", target=server_url, options=opts)
+    assert report.ok and report.rows_loaded == 800, report.files
+    assert report.methods == {"server-parse": 2}
+    wrong = _rows(server_url, "SELECT count() FROM t WHERE toUInt64(splitByChar('-', k)[2]) != _source_row")
+    assert wrong == [["0"]]
+
+
+def test_a_file_the_server_cannot_parse_has_its_bad_rows_in_the_rejects(tmp_path: Path, server_url: str) -> None:
+    data = tmp_path / "data"
+    _strings(data, files=4, rows=200)
+    _write_lines(data / "f99.json.gz", ['{"k": "bad-1", "v": "a"}', '{"k": "bad-2", "v": ', '{"k": "bad-3", "v": "c"}'])
+    report = chute.load([str(data)], table="t", target=server_url, options=chute.LoadOptions(method="server-parse"))
+    assert report.ok, report.files
+    assert report.rows_loaded == 802 and report.rows_rejected == 1
+    assert report.methods.get("server-parse") == 4
+    assert any(n.startswith("server-parse: ") and "read here instead" in n for n in report.notes), report.notes
+    rejects = _rows(server_url, "SELECT _source, _source_row, error FROM t_rejects")
+    assert len(rejects) == 1 and rejects[0][0].endswith("f99.json.gz") and rejects[0][1] == "2", rejects
+    good = _rows(server_url, "SELECT k, _source_row FROM t WHERE k LIKE 'bad-%' ORDER BY k")
+    assert good == [["bad-1", "1"], ["bad-3", "3"]]
+    again = chute.load([str(data)], table="t", target=server_url, options=chute.LoadOptions(method="server-parse"))
+    assert again.rows_loaded == 0 and again.rows_rejected == 0
+
+
+def test_row_numbers_the_server_got_wrong_are_read_here(
+    tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body cut into several insert blocks numbers its rows again from 1 in each (measured on
+    18.16): the check before the commit sees it, and the file is read here instead."""
+    paths = _strings(tmp_path / "data", files=3, rows=2000)
+    real = ServerParse.settings
+
+    def small_blocks(self: ServerParse, unit: Any) -> dict[str, str | int | float]:
+        return {**real(self, unit), "max_insert_block_size": 500}
+
+    monkeypatch.setattr(ServerParse, "settings", small_blocks)
+    report = chute.load(
+        [str(tmp_path / "data")], table="t", target=server_url, options=chute.LoadOptions(method="server-parse")
+    )
+    assert report.ok and report.rows_loaded == 6000
+    assert report.methods == {"client-convert": 3}, report.methods
+    assert any("row numbers from the server are not 1..2000" in n for n in report.notes), report.notes
+    _check_provenance(server_url, paths, report.load_id)
+
+
+def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    data = tmp_path / "data"
+    _strings(data, files=2, rows=100)
+    url = _fresh(clickhouse_server, "auto")
+    report = chute.load([str(data)], table="t", target=url)
+    assert report.methods == {"server-parse": 2}
+    assert report.method_why and report.method_why[0].startswith("server-parse: the server parses JSONEachRow (gzip)")
+    spared = chute.load([str(data)], table="t2", target=url, options=chute.LoadOptions(spare="server"))
+    assert spared.methods == {"client-convert": 2} and "--spare-server" in spared.method_why[0]
+    # Integers: the server's parser would wrap values that do not fit; chute reads and checks them.
+    numbers = tmp_path / "numbers"
+    numbers.mkdir()
+    _write_lines(numbers / "n.json.gz", [json.dumps({"n": j}) for j in range(50)])
+    checked = chute.load([str(numbers)], table="t3", target=url)
+    assert checked.methods == {"client-convert": 1}
+    assert "change values unchecked" in checked.method_why[0]
+    out = subprocess.run(
+        [*_load(data, url)[:6], "t4", *_load(data, url)[7:], "--spare-client"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    doc = json.loads(out.stdout)
+    assert doc["methods"] == {"server-parse": 2} and doc["server_round_trips"] > 0
+    assert doc["method_why"] == ["server-parse: --spare-client: the server parses what it can"]
+    with pytest.raises(chute.UsageError, match="--spare-server chooses a method for --method auto"):
+        chute.load([str(data)], table="t", target=url, options=chute.LoadOptions(method="server-parse", spare="server"))
+
+
+def test_workers_share_a_server_parse_job(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    data = tmp_path / "data"
+    _make_files(data, files=40, rows=2000)
+    url = _fresh(clickhouse_server, "shared_parse")
+    procs = [
+        subprocess.Popen(
+            _load(data, url, "--method", "server-parse"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    reports = _wait_all(procs)
+    assert sum(int(r["rows_loaded"]) for r in reports) == 40 * 2000  # type: ignore[call-overload]
+    assert all(set(r["methods"]) <= {"server-parse"} for r in reports)  # type: ignore[call-overload]
+    _assert_exactly_once(clickhouse_server, url, files=40)
+
+
+def _parse_command(data: Path, url: str) -> list[str]:
+    return [*_load_command(data, url), "--method", "server-parse"]
+
+
+@pytest.mark.slow
+def test_sigkill_during_server_parse_then_rerun(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    data = tmp_path / "data"
+    _make_files(data, files=60, rows=40_000)
+    suffix = str(int(time.time() * 1000))[-8:]
+    clickhouse_server.query(f"CREATE DATABASE pclean_{suffix}")
+    clean = f"{clickhouse_server.url}/pclean_{suffix}"
+    t0 = time.monotonic()
+    subprocess.run(_parse_command(data, clean), check=True)
+    full = time.monotonic() - t0
+    expected = _checksum(clean)
+    assert expected[0] == str(60 * 40_000)
+    rng = random.Random(29)
+    partial = 0
+    for trial in range(5):
+        clickhouse_server.query(f"CREATE DATABASE ptrial{trial}_{suffix}")
+        url = f"{clickhouse_server.url}/ptrial{trial}_{suffix}"
+        proc = subprocess.Popen(_parse_command(data, url))
+        _wait_for_done_units(url, rng.randint(1, 30), proc, full * 3)
+        time.sleep(rng.uniform(0, 0.2))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial += 0 < int(_checksum(url)[0]) < 60 * 40_000
+        subprocess.run(_parse_command(data, url), check=True)
+        assert _checksum(url) == expected, f"trial {trial}"
+        stages = server_query(url, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%' FORMAT TSV")
+        assert stages.strip() == "0"
+    assert partial >= 3, partial
+
+
+@pytest.mark.slow
+def test_server_restarted_during_server_parse(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _make_files(data, files=60, rows=40_000)
+    server = ClickHouseServer.create(tmp_path / "server").start()
+    try:
+        server.query("CREATE DATABASE r")
+        url = f"{server.url}/r"
+        cmd = _parse_command(data, url)
+        t0 = time.monotonic()
+        subprocess.run(cmd, check=True)
+        full = time.monotonic() - t0
+        expected = _checksum(url)
+        rng = random.Random(31)
+        for trial in range(4):
+            server.query("DROP TABLE IF EXISTS r.t")
+            server.query("DROP TABLE IF EXISTS r._chute_ledger")
+            proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+            time.sleep(rng.uniform(0.1, full * 0.9))
+            server.kill()
+            time.sleep(rng.uniform(0.0, 1.0))
+            server.start()
+            _, err = proc.communicate(timeout=300)
+            if proc.returncode != 0:  # rode out the restart, or stopped with one line
+                assert err.strip().count("\n") == 0, err
+            subprocess.run(cmd, check=True)
+            assert _checksum(url) == expected, f"trial {trial}"
+    finally:
+        server.remove()
