@@ -330,7 +330,8 @@ def test_pass_through_without_provenance(tmp_path: Path, target: str, server_url
     assert report.rows_loaded == 4001 and report.rows_rejected == 1
     assert server_query(server_url, "SELECT count(), uniqExact(id) FROM raw FORMAT TSV").split() == ["4001", "4001"]
     # The old name of server-parse: with provenance too (filled by the stage's defaults).
-    prov = chute.load([str(tmp_path)], table="prov", target=server_url, options=chute.LoadOptions(method="pass-through"))
+    prov_opts = chute.LoadOptions(method="pass-through")
+    prov = chute.load([str(tmp_path)], table="prov", target=server_url, options=prov_opts)
     assert prov.rows_loaded == 4001 and prov.methods.get("server-parse") == 4
     again = chute.load([str(tmp_path)], table="raw", target=server_url, options=opts)
     assert again.rows_loaded == 0
