@@ -23,7 +23,7 @@ from chute.capabilities import Capabilities
 from chute.engine import Engine, Settings, StatementResult, shared_engine
 from chute.errors import ChuteError, CommitUncertain, ShardUnavailable, TargetError, TransientTargetError, UsageError
 from chute.formats import FileFormat
-from chute.nativecompress import NativeCompressor
+from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
@@ -326,10 +326,8 @@ class ServerTarget:
                     future.result()
 
     def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
-        compressor = NativeCompressor()
         try:
-            for block in self.engine.stream(select, "Native", settings, context):
-                framed = compressor.compress(block)
+            for framed in pipelined(self.engine.stream(select, "Native", settings, context), NativeCompressor()):
                 with self._sent_lock:
                     self._sent += len(framed)
                 yield framed
