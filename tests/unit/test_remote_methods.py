@@ -1,0 +1,73 @@
+"""Pieces of the remote methods that need no server: the size that bounds a file's rows,
+and the pipelined Native stream's hand-over of blocks and errors."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from chute.formats import FileFormat
+from chute.load.serverparse import uncompressed_size
+from chute.nativecompress import NativeCompressor, pipelined
+from chute.units import Unit
+
+
+def _unit(path: Path, compression: str) -> Unit:
+    return Unit(str(path), path.stat().st_size, path.stat().st_mtime_ns, FileFormat("JSONEachRow", compression))
+
+
+def test_uncompressed_size_from_the_gzip_trailer(tmp_path: Path) -> None:
+    text = b"".join(b'{"a": %d}\n' % i for i in range(20_000))
+    gz = tmp_path / "a.json.gz"
+    gz.write_bytes(gzip.compress(text))
+    assert uncompressed_size(_unit(gz, "gzip")) == len(text)
+    plain = tmp_path / "a.json"
+    plain.write_bytes(text)
+    assert uncompressed_size(_unit(plain, "none")) == len(text)
+    zst = tmp_path / "a.json.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(text))
+    assert uncompressed_size(_unit(zst, "zstd")) is None  # not sent as it is: no bound needed
+    # Two members: the trailer tells the last one only; a size below the file's is not believed.
+    two = tmp_path / "b.json.gz"
+    two.write_bytes(gzip.compress(text) + gzip.compress(b"{}\n"))
+    assert uncompressed_size(_unit(two, "gzip")) is None
+
+
+def _framed_sizes(frames: list[bytes]) -> int:
+    """Uncompressed bytes in ClickHouse frames (header: 16 checksum bytes, method, sizes)."""
+    return sum(int.from_bytes(f[16 + 5 : 16 + 9], "little") for f in frames)
+
+
+def test_pipelined_blocks_arrive_in_order_and_compressed() -> None:
+    blocks = [bytes([i]) * (1000 + i) for i in range(50)]
+    frames = list(pipelined(iter(blocks), NativeCompressor(), depth=2))
+    assert len(frames) == 50 and _framed_sizes(frames) == sum(len(b) for b in blocks)
+    assert frames == [NativeCompressor().compress(b) for b in blocks]
+
+
+def test_pipelined_raises_the_producers_error_and_stops_it_early() -> None:
+    def failing() -> Iterator[bytes]:
+        yield b"x" * 10
+        raise ValueError("engine failed")
+
+    with pytest.raises(ValueError, match="engine failed"):
+        list(pipelined(failing(), NativeCompressor()))
+
+    closed = threading.Event()
+
+    def endless() -> Iterator[bytes]:
+        try:
+            while True:
+                yield b"y" * 100
+        finally:
+            closed.set()
+
+    stream = pipelined(endless(), NativeCompressor(), depth=1)
+    next(stream)
+    stream.close()  # the consumer (an HTTP body) stopped: the producer stops and closes its source
+    assert closed.wait(5)
