@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chute.capabilities import Capabilities
-from chute.errors import ChuteError, CommitUncertain, TransientTargetError, UsageError
+from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
 from chute.load.context import LoadContext
 from chute.remote.http import retry
 from chute.sql import TableName, quote_ident, quote_str
@@ -99,7 +99,7 @@ class ServerParse:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
         self._server: ServerInfo | None = None
-        self._engine: str | None = None
+        self._engine: tuple[str, str] | None = None
         self._lock = threading.Lock()
         self.chosen: dict[str, bool] = {}
         self.why: dict[str, str] = {}
@@ -208,16 +208,19 @@ class ServerParse:
 
     # -- the write --------------------------------------------------------------
 
+    def default_values(self, unit: Unit) -> dict[str, str]:
+        """The provenance columns' DEFAULT expressions for this unit."""
+        return {
+            "_source": quote_str(unit.source_name),
+            "_source_mtime": server_time(unit.mtime_ns, self.ctx.target.capabilities),
+            "_source_row": "rowNumberInAllBlocks() + 1",
+            "_load_id": quote_str(self.ctx.load_id),
+        }
+
     def defaults(self, unit: Unit) -> str:
         """`MODIFY COLUMN` commands giving the stage's provenance columns this unit's values."""
-        ctx = self.ctx
-        types = {c.name: c.type for c in ctx.info.columns}
-        values = {
-            "_source": quote_str(unit.source_name),
-            "_source_mtime": server_time(unit.mtime_ns, ctx.target.capabilities),
-            "_source_row": "rowNumberInAllBlocks() + 1",
-            "_load_id": quote_str(ctx.load_id),
-        }
+        types = {c.name: c.type for c in self.ctx.info.columns}
+        values = self.default_values(unit)
         return ", ".join(
             f"MODIFY COLUMN {quote_ident(n)} {types[n]} DEFAULT CAST({v}, {quote_str(types[n])})"
             for n, v in values.items()
@@ -234,9 +237,10 @@ class ServerParse:
                 settings["input_format_parallel_parsing"] = 0
         return settings
 
-    def engine_clause(self) -> str:
-        """` ENGINE = ...` for a stage where the table is replicated ("" else), read once:
-        the stage is the same engine unreplicated (chute.targets.staging does the same)."""
+    def engine_clause(self) -> tuple[str, str]:
+        """(` ENGINE = ...` for `CREATE TABLE stage AS table`: "" unless the table is replicated,
+        whose stage is the same engine unreplicated as in chute.targets.staging; the stage's
+        whole ENGINE clause), read once."""
         with self._lock:
             if self._engine is None:
                 table = self.ctx.table
@@ -245,9 +249,39 @@ class ServerParse:
                     f"SELECT engine_full FROM system.tables WHERE database = {database} "
                     f"AND name = {quote_str(table.table)}"
                 )
-                plain = unreplicated(str(found[0]["engine_full"])) if found else None
-                self._engine = f" ENGINE = {plain}" if plain is not None else ""
+                full = str(found[0]["engine_full"]) if found else ""
+                plain = unreplicated(full)
+                self._engine = (f" ENGINE = {plain}" if plain is not None else "", f" ENGINE = {plain or full}")
             return self._engine
+
+    def create_stage(self, into: TableName, unit: Unit) -> list[str]:
+        """The statements that make `into`, a stage of the table with this unit's defaults.
+
+        Before codecs (19.1) a table's columns are names, types and defaults, all in
+        system.columns, so one CREATE with the defaults written in makes a true copy. From
+        19.1 on, codecs, TTLs and indices are copied by `CREATE TABLE ... AS` and the
+        defaults set after by ALTER (two round trips)."""
+        ctx = self.ctx
+        engine = self.engine_clause()[1]
+        if ctx.target.capabilities.codecs or engine == " ENGINE = " or not ctx.info.columns:
+            return self.copy_stage(into, unit)
+        values = self.default_values(unit)
+        columns = []
+        for c in ctx.info.columns:
+            if c.name in values:
+                columns.append(f"{quote_ident(c.name)} {c.type} DEFAULT CAST({values[c.name]}, {quote_str(c.type)})")
+            elif c.default_kind and c.default_expression:
+                columns.append(f"{quote_ident(c.name)} {c.type} {c.default_kind} {c.default_expression}")
+            else:
+                columns.append(f"{quote_ident(c.name)} {c.type}")
+        return [f"CREATE TABLE {into.sql} ({', '.join(columns)}){engine}"]
+
+    def copy_stage(self, into: TableName, unit: Unit) -> list[str]:
+        """`CREATE TABLE stage AS table`, then the defaults by ALTER."""
+        return [
+            f"CREATE TABLE {into.sql} AS {self.ctx.table.sql}{self.engine_clause()[0]}",
+            f"ALTER TABLE {into.sql} {self.defaults(unit)}",
+        ]
 
     def write(self, batch: list[Unit], before_commit: Callable[[list[Unit]], None]) -> Parsed:
         """Each unit into its own stage, at once; the rows checked; all moved in by one ALTER.
@@ -261,7 +295,6 @@ class ServerParse:
         stages: dict[str, TableName] = {}
         refused: dict[str, ChuteError] = {}
         lock = threading.Lock()
-        engine = self.engine_clause()
 
         def fill(unit: Unit) -> None:
             def once(_: int) -> None:
@@ -269,8 +302,8 @@ class ServerParse:
                 into = TableName(ctx.table.database, stage_name(ctx.table, owner))
                 with lock:
                     stages[unit.key] = into
-                ctx.target.execute(f"CREATE TABLE {into.sql} AS {ctx.table.sql}{engine}", context=unit.key)
-                ctx.target.execute(f"ALTER TABLE {into.sql} {self.defaults(unit)}", context=unit.key)
+                for statement in self.create_stage(into, unit):
+                    ctx.target.execute(statement, context=unit.key)
                 ctx.target.insert_file(
                     into,
                     [c.name for c in ctx.input_columns()],
@@ -365,7 +398,9 @@ class ServerParse:
                     f"ALTER TABLE {ctx.table.sql} {', '.join(commands[i : i + ATTACH_PER_STATEMENT])}",
                     context=f"moving in {len(stages)} file(s)",
                 )
-        except TransientTargetError as exc:
+        except TargetError as exc:
+            # One ALTER attaches command after command: some stages may be in already,
+            # whatever the error (a blind retry or another path could add them twice).
             raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
 
     def _drop(self, stage: TableName | None) -> None:
