@@ -36,6 +36,9 @@ from chute.report import LoadReport
 from chute.sql import quote_ident
 from chute.units import Unit
 
+PARSED_LANES = 3
+"""Batches of files the server parses that load at once (each posts its files at once)."""
+
 
 class Loader:
     def __init__(self, ctx: LoadContext) -> None:
@@ -117,7 +120,7 @@ class Loader:
         streams = 1
         if passed:
             single = all(len(b) == 1 for b in found)
-            streams = self.methods.parse.streams(len(found)) if single else min(3, len(found))
+            streams = self.methods.parse.streams(len(found)) if single else min(PARSED_LANES, len(found))
         progress = _Progress(ctx, plan)
 
         def one(batch: list[Unit]) -> None:
