@@ -100,6 +100,7 @@ class ServerParse:
         self.ctx = ctx
         self._server: ServerInfo | None = None
         self._engine: tuple[str, str] | None = None
+        self._one_partition = False
         self._lock = threading.Lock()
         self.chosen: dict[str, bool] = {}
         self.why: dict[str, str] = {}
@@ -252,6 +253,9 @@ class ServerParse:
                 full = str(found[0]["engine_full"]) if found else ""
                 plain = unreplicated(full)
                 self._engine = (f" ENGINE = {plain}" if plain is not None else "", f" ENGINE = {plain or full}")
+                # New syntax (ORDER BY) without PARTITION BY: every part is in partition 'all'
+                # (the old syntax, MergeTree(date, key, granularity), partitions by month).
+                self._one_partition = " ORDER BY " in f" {full} " and "PARTITION BY" not in full
             return self._engine
 
     def create_stage(self, into: TableName, unit: Unit) -> list[str]:
@@ -385,10 +389,14 @@ class ServerParse:
         names = {s.table: s for s in stages.values()}
         database = quote_str(ctx.table.database) if ctx.table.database else "currentDatabase()"
         listed = ", ".join(quote_str(n) for n in names)
-        parts = ctx.target.rows(
-            "SELECT DISTINCT table, partition_id FROM system.parts WHERE active "
-            f"AND database = {database} AND table IN ({listed})"
-        )
+        self.engine_clause()
+        if self._one_partition:  # nothing to list: a round trip less per batch
+            parts: list[dict[str, object]] = [{"table": n, "partition_id": "all"} for n in names]
+        else:
+            parts = ctx.target.rows(
+                "SELECT DISTINCT table, partition_id FROM system.parts WHERE active "
+                f"AND database = {database} AND table IN ({listed})"
+            )
         commands = [
             f"ATTACH PARTITION ID {quote_str(str(p['partition_id']))} FROM {names[str(p['table'])].sql}" for p in parts
         ]

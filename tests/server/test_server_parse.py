@@ -82,7 +82,10 @@ def test_exact_provenance_and_exactly_once(
     again = chute.load([str(tmp_path / "data")], table="t", target=server_url, options=opts)
     assert again.rows_loaded == 0 and again.files_skipped == 9
     assert _rows(server_url, "SELECT count() FROM t") == [["27000"]]
-    stages = _rows(server_url, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%'")
+    stages = _rows(
+        server_url,
+        "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE '_chute_stage_%'",
+    )
     assert stages == [["0"]]
 
 
@@ -247,3 +250,24 @@ def test_server_restarted_during_server_parse(tmp_path: Path) -> None:
             assert _checksum(url) == expected, f"trial {trial}"
     finally:
         server.remove()
+
+
+def test_into_a_partitioned_table(tmp_path: Path, server_url: str) -> None:
+    """Stages of a partitioned table move in partition by partition (listed from system.parts)."""
+    paths = _strings(tmp_path / "data", files=3, rows=400)
+    server_query(
+        server_url,
+        "CREATE TABLE t (k String, v String, _source String, _source_mtime DateTime('UTC'), _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree PARTITION BY length(v) ORDER BY k",
+    )
+    report = chute.load(
+        [str(tmp_path / "data")], table="t", target=server_url, options=chute.LoadOptions(method="server-parse")
+    )
+    assert report.ok and report.rows_loaded == 1200 and report.methods == {"server-parse": 3}
+    _check_provenance(server_url, paths, report.load_id)
+    partitions = _rows(
+        server_url,
+        "SELECT uniqExact(partition_id) FROM system.parts "
+        "WHERE active AND database = currentDatabase() AND table = 't'",
+    )
+    assert partitions == [["7"]]
