@@ -242,7 +242,7 @@ def _truth(case: Case) -> tuple[list[list[str]], dict[int, str]]:
                 fields = next(csv.reader([line], delimiter=case.delimiter, strict=True))
                 if len(fields) != 2:
                     raise ValueError(line)
-                take(number, line, dict(zip(("id", "v"), fields)))
+                take(number, line, dict(zip(("id", "v"), fields, strict=True)))
             except (ValueError, csv.Error):
                 bad[number] = raw_line.decode(errors="surrogateescape")
     else:
@@ -251,7 +251,11 @@ def _truth(case: Case) -> tuple[list[list[str]], dict[int, str]]:
         )
         next(reader)
         for number, fields in enumerate(reader, 1):
-            take(number, case.delimiter.join(fields), dict(zip(("id", "v"), fields)) if len(fields) == 2 else None)
+            take(
+                number,
+                case.delimiter.join(fields),
+                dict(zip(("id", "v"), fields, strict=True)) if len(fields) == 2 else None,
+            )
     return good, bad
 
 
