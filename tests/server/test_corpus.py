@@ -16,7 +16,7 @@ import ipaddress
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,7 +138,7 @@ def _csv(kind: str, values: list[str], sep: str = ",") -> Case:
     return Case(f"csv-{kind}-{values[1]}", kind, body.encode())
 
 
-def _jsonl(kind: str, values: list[object]) -> Case:
+def _jsonl(kind: str, values: Sequence[object]) -> Case:
     body = "".join(json.dumps({"id": i, "v": v}) + "\n" for i, v in enumerate(values, 1))
     return Case(f"jsonl-{kind}-{values[1]}", kind, body.encode(), name="data.jsonl", fmt="jsonl")
 
