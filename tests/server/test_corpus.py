@@ -24,9 +24,9 @@ import pytest
 
 import chute
 
+from ..harness.servers import server_query
 from . import test_fidelity
 from .test_fidelity import rows
-from .test_server import server_query
 
 dest = test_fidelity.dest  # the fixture: embedded and the 18.16 server
 

@@ -16,7 +16,7 @@ from chute.engine import open_engine
 from chute.errors import SourceError
 
 from ..harness.data import write_with_engine
-from .test_server import server_query
+from ..harness.servers import server_query
 
 PROVENANCE = ("_source", "_source_mtime", "_source_row", "_load_id")
 

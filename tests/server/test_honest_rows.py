@@ -17,10 +17,10 @@ from chute.engine import open_engine
 from chute.load.careful import UNCLOSED_QUOTE
 from chute.load.rejects import ErrorBudget
 
+from ..harness.servers import server_query
 from . import test_fidelity
 from .servers import ClickHouseServer
 from .test_fidelity import rows
-from .test_server import server_query
 
 TYPED = (
     "CREATE TABLE t (id UInt32, n UInt8, s String, d Date, x Float64, "
