@@ -157,3 +157,33 @@ class NullSearches:
                 state = self._state[place] = state.free(place)
             held = held or not state
         return held
+
+
+BLANK_LINE_STARTS = (b"\n\n", b"\n\r\n", b"\n ", b"\n\t", b"\n\r")
+BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+
+
+def blank_line_in(path: str, start: int, end: int) -> bool:
+    """Whether bytes [start, end) of a file hold a blank (or whitespace-only) line.
+
+    The engine's JSON-lines reader skips such lines without counting them, so the
+    rows after one would be numbered by record, not by line. The search runs at
+    memchr speed: a line starting with a space, tab or CR is rare in JSON lines,
+    and only there is the line looked at whole.
+    """
+    carry = b"\n"  # the start of the range counts as a line start
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        pos = start
+        while pos < end:
+            got = fh.read(min(SEARCH_BUFFER, end - pos))
+            if not got:
+                break
+            buffer = carry + got
+            if any(buffer.find(s) >= 0 for s in BLANK_LINE_STARTS) and BLANK_LINE.search(buffer):
+                return True
+            pos += len(got)
+            # A whitespace line across two reads is seen: carry the last line's start on.
+            tail = buffer.rfind(b"\n")
+            carry = buffer[tail:] if tail >= 0 and len(buffer) - tail <= 4096 else b"x"
+    return False

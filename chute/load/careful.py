@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from chute.engine import Engine
 from chute.load.values import (
     bad_conditions,
-    checked,
     conversion,
     default_of,
     finals,
     multi_if,
     range_reasons,
+    read_as_text,
     read_type,
     strip_wrappers,
 )
@@ -68,7 +68,7 @@ class CheckedRows:
             exprs = []
             for c in columns:
                 name = quote_ident(c.name)
-                if checked(c.type):
+                if read_as_text(c.type):
                     # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else default_of(inner)
@@ -258,12 +258,17 @@ def check_delimited(
             f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
             "table Nullable(String), offset UInt64, reason String, raw_data String')"
         )
+        fields = [f"f{i}" for i in range(len(columns))]
         if not (os.path.exists(errors_path) and os.path.getsize(errors_path) > 0):
-            return _materialize(engine, _good_records(scratch, columns, delimiter, "[]::Array(UInt64)"), settings)
+            select = _good_records(scratch, columns, delimiter, "[]::Array(UInt64)")
+            lines = int(engine.rows(f"SELECT count() AS n FROM {lines_expression}")[0]["n"])
+            at_end = None if delimiter == "\t" else _open_at_end(engine, scratch, fields, lines_expression, lines, 0)
+            if at_end is not None:
+                select = _split_at(engine, select, at_end, lines_expression, columns, delimiter, settings, rest)
+            return _materialize(engine, select, settings)
         good = _good_records(scratch, columns, delimiter, f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))")
         nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
         select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
-        fields = [f"f{i}" for i in range(len(columns))]
         unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
         if unclosed is not None:
             select = _split_at(engine, select, unclosed, lines_expression, columns, delimiter, settings, rest)
@@ -383,7 +388,7 @@ def _unclosed_quote(
         last = engine.rows(f"SELECT row, raw FROM ({bad_structure}) ORDER BY row DESC LIMIT 1")
         if last and str(last[0]["raw"]).startswith("Buffer has gone") and header + good_lines + bad == lines:
             return int(last[0]["row"]), lines
-        return None
+        return _open_at_end(engine, scratch, fields, lines_expression, lines, bad)
     first = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row LIMIT 1")[0]
     row, reason = int(first["row"]), str(first["reason"])
     if not any(sign in reason for sign in QUOTE_RAN_ON):
@@ -393,6 +398,36 @@ def _unclosed_quote(
         f"FROM {scratch.sql} WHERE k < {row - 1}"
     )[0]
     return row, header + int(before["n"] or 0) + 1
+
+
+def _open_at_end(
+    engine: Engine, scratch: TableName, fields: list[str], lines_expression: str, lines: int, bad: int
+) -> tuple[int, int] | None:
+    """(record number, line number) of the last record when a quote in its last field is
+    never closed: the parser then ends the field with the file, without an error.
+
+    The file's quotes are odd in number, and the last line where the quotes before it
+    are even (where a record can start) begins a record that runs to the end; the
+    last record's fields hold the line breaks of all the lines after it. A quote
+    inside an unquoted field (`5"`) makes the count odd too, but its record is one
+    line: it is left as it is."""
+    parity = engine.rows(
+        "SELECT sum(q) % 2 AS odd, argMaxIf(n, n, before % 2 = 0) AS start FROM ("
+        "SELECT _row_number + 1 AS n, countSubstrings(line, '\"') AS q, "
+        "sum(q) OVER (ORDER BY _row_number ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before "
+        f"FROM {lines_expression})",
+        {"input_format_parallel_parsing": 0, "max_threads": 1},
+    )[0]
+    if not int(parity["odd"] or 0):
+        return None
+    start = int(parity["start"])
+    last = engine.rows(
+        f"SELECT countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n') AS breaks, "
+        f"(SELECT count() FROM {scratch.sql}) AS records FROM {scratch.sql} ORDER BY k DESC LIMIT 1"
+    )
+    if not last or int(last[0]["breaks"]) < max(1, lines - start):
+        return None
+    return int(last[0]["records"]) + bad, start
 
 
 def _has_lines_after(engine: Engine, lines_expression: str, line: int) -> bool:

@@ -95,5 +95,5 @@ class CarefulPass:
             settings,
             count_by_source=False,
             context=unit.key,
-            before_commit=self.commit.unchanged_check([unit]),
+            before_commit=self.commit.unchanged_check([unit], by_line=True),
         )

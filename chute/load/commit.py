@@ -12,10 +12,21 @@ from collections.abc import Iterator
 
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
 from chute.load.context import LoadContext
-from chute.nullcheck import CHECKED_FORMATS, NullsInFile, Place, scalar_type
-from chute.sql import TableName, quote_str
+from chute.load.values import strip_wrappers
+from chute.nullcheck import CHECKED_FORMATS, NullsInFile, Place, blank_line_in, scalar_type
+from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import CommitCheck
 from chute.units import Unit
+
+
+class BlankLines(TargetError):
+    """A JSON-lines file with blank lines: the engine numbers its rows by record, so the
+    careful pass, which numbers them by line, loads it."""
+
+
+class OpenQuote(TargetError):
+    """A CSV file whose last record holds a quote never closed: the parser took the rest of
+    the file as that one field, so the careful pass splits it (chute.load.careful)."""
 
 
 class RowNumbersOff(TargetError):
@@ -34,7 +45,11 @@ class Commit:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
 
-    def unchanged_check(self, batch: list[Unit], fix_rows: bool = False, null_check_off: bool = False) -> CommitCheck:
+    def unchanged_check(
+        self, batch: list[Unit], fix_rows: bool = False, null_check_off: bool = False, by_line: bool = False
+    ) -> CommitCheck:
+        """The checks before a batch commits; `by_line`: its rows are numbered by line already."""
+
         def check(stage: TableName | None, _counts: dict[str, int]) -> None:
             for unit in batch:
                 if not self.ctx.source.unchanged(unit):
@@ -42,6 +57,10 @@ class Commit:
             nulls = self.nulls_read_with_check_off(batch, null_check_off)
             if nulls is not None:
                 raise nulls
+            if not by_line:
+                self.blank_lines_check(batch)
+                if stage is not None:
+                    self.open_quote_check(stage, batch)
             if fix_rows and stage is not None:
                 for unit in batch:
                     self.fix_row_numbers(stage, unit)
@@ -79,6 +98,53 @@ class Commit:
             )
             return
         raise RowNumbersOff(f"{unit.key}: row numbers from the parallel parser are not 1..{n}")
+
+    def blank_lines_check(self, batch: list[Unit]) -> None:
+        """BlankLines for a local uncompressed JSON-lines unit that has a blank line: its
+        `_source_row` must be the line number, as in the rejects (the engine counts records).
+        Compressed and remote files are not searched (docs/loading.md)."""
+        if not self.ctx.fill_provenance:
+            return
+        for unit in batch:
+            path = unit.origin or unit.key
+            if unit.fmt.format != "JSONEachRow" or unit.fmt.compression != "none" or "://" in path:
+                continue
+            try:
+                blank = blank_line_in(path, unit.start, unit.end if unit.is_range else unit.size)
+            except OSError:
+                continue  # the unchanged check above has looked at the file just now
+            if blank:
+                raise BlankLines(f"{unit.key}: blank lines; rows numbered by line in a careful pass")
+
+    def open_quote_check(self, stage: TableName, batch: list[Unit]) -> None:
+        """OpenQuote for a CSV unit whose last record ran to the end of the file in a quote.
+
+        The engine reads an unclosed quote in the last field as a field that ends with
+        the file: no error, the lines after it gone. Only then is the last record's text
+        field several lines long; only then is the file read again, to count its quotes
+        (odd: one is never closed). The cost on clean files is one scan of `_source_row`.
+        """
+        ctx = self.ctx
+        texts = [c.name for c in ctx.input_columns() if strip_wrappers(c.type)[0] == "String"]
+        units = {u.source_name: u for u in batch if u.fmt.format == "CSV"}
+        if not ctx.fill_provenance or not texts or not units:
+            return
+        names = ", ".join(quote_str(n) for n in units)
+        multiline = " OR ".join(f"position({quote_ident(n)}, '\n') > 0" for n in texts)
+        found = ctx.target.rows(
+            f"SELECT DISTINCT _source AS s FROM {stage.sql} WHERE ({multiline}) AND (_source, _source_row) IN "
+            f"(SELECT _source, max(_source_row) FROM {stage.sql} WHERE _source IN ({names}) GROUP BY _source)"
+        )
+        for got in found:
+            unit = units[str(got["s"])]
+            lines = ctx.source.table_expression(unit, "line String", "LineAsString")
+            quotes = ctx.target.engine.rows(
+                f"SELECT sum(countSubstrings(line, '\"')) % 2 AS odd FROM {lines}",
+                {"input_format_parallel_parsing": 0},
+                context=f"{unit.key}: counting quotes",
+            )
+            if int(quotes[0]["odd"] or 0):
+                raise OpenQuote(f"{unit.key}: a quote in the last record is never closed")
 
     # -- the NULL check (chute.nullcheck) --------------------------------------
 

@@ -44,10 +44,17 @@ def checked(type_sql: str) -> bool:
     return bool(INT_RE.match(inner)) or inner == "Float32" or inner.startswith("Decimal") or is_temporal(type_sql)
 
 
+def read_as_text(type_sql: str) -> bool:
+    """Whether a careful JSON read takes the column as text: the checked types, and UUID,
+    whose reader, skipping a bad row, runs past a value shorter than a UUID into the next
+    record (`"not-a-uuid"` loses the line after it)."""
+    return checked(type_sql) or strip_wrappers(type_sql)[0] == "UUID"
+
+
 def read_type(type_sql: str) -> str:
-    """The type a careful JSON read parses a column as: checked types as text (converted
-    and checked after), the rest as they are."""
-    return "Nullable(String)" if checked(type_sql) else type_sql
+    """The type a careful JSON read parses a column as: `read_as_text` ones as text
+    (converted and checked after), the rest as they are."""
+    return "Nullable(String)" if read_as_text(type_sql) else type_sql
 
 
 @dataclass(frozen=True)
@@ -289,6 +296,6 @@ def range_reasons(columns: list[Column]) -> str:
         f"concat('column {c.name}: ', if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
         f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
         for c in columns
-        if checked(c.type)
+        if read_as_text(c.type)
     ]
     return f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(reasons)}]), '; ')" if reasons else "''"
