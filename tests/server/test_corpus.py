@@ -171,6 +171,10 @@ for _kind, _values in CONVERSION + CHANGED:
 CASES += [
     _jsonl("int8", [1, "", 3]),
     Case("csv-unclosed-quote", "string", b'id,v\n1,a\n2,"never closed\n3,c\n4,d\n', fmt="csv_lines"),
+    Case("csv-unclosed-quote-gz", "string", b'id,v\n1,a\n2,"never closed\n3,c\n4,d\n', "d.csv.gz", "csv_lines"),
+    Case("csv-multiline-last-field", "string", b'id,v\n1,a\n2,"two\nlines, ""quoted"""\n'),
+    Case("csv-bare-quote-last", "string", b'id,v\n1,a\n2,5"\n'),
+    Case("csv-bare-quote-then-multiline", "string", b'id,v\n1,5"\n2,"x\ny"\n3,c\n'),
     Case(
         "jsonl-broken-line",
         "string",
@@ -305,6 +309,8 @@ def test_corpus(tmp_path: Path, dest: str, case: Case) -> None:
     if case.gz_truncated:
         whole = gzip.compress(case.text)
         path.write_bytes(whole[: len(whole) // 2])
+    elif case.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(case.text))
     else:
         path.write_bytes(case.text)
     options = chute.LoadOptions(**case.options)  # type: ignore[arg-type]
