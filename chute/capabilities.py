@@ -50,6 +50,9 @@ class Capabilities:
     """Secret keys of s3() shown as [HIDDEN] in query_log, server logs and errors (22.11)."""
     date32: bool
     """Date32 (21.9); before it, Date (1970-01-01 to 2149-06-06)."""
+    checked_typed_reads: bool
+    """What chute's check of a typed file's values needs on the server reading it (Date32,
+    accurateCastOrNull, toUnixTimestamp64Second, throwIf with a message): 21.9."""
     nested_tuples: bool
     """A (named) Tuple inside Array(...), Nullable(...) or another Tuple (issue 15587: refused
     up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
@@ -78,6 +81,7 @@ class Capabilities:
             s3_row_number=v >= (26, 9, 0),
             hides_secrets=v >= (22, 11, 0),
             date32=v >= (21, 9, 0),
+            checked_typed_reads=v >= (21, 9, 0),
             nested_tuples=v >= (21, 1, 0),
         )
 

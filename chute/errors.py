@@ -125,7 +125,14 @@ def parse_server_error(text: str) -> tuple[int | None, str | None, str]:
     return code, name, " ".join(message.split())
 
 
+THROW_IF = 395
+"""FUNCTION_THROW_IF_VALUE_IS_NON_ZERO: chute's own checks (`throwIf`), whose message says it all."""
+_EXECUTING_RE = re.compile(r":? while executing 'FUNCTION throwIf.*?'(?=[.:]|$)", re.S)
+
+
 def make_target_error(code: int | None, name: str | None, message: str, context: str = "") -> TargetError:
+    if code == THROW_IF:
+        message = _EXECUTING_RE.sub("", message)
     if len(message) > 600:
         message = message[:600] + "..."
     label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")

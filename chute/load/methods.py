@@ -19,7 +19,7 @@ from chute.errors import ChuteError, UsageError
 from chute.load.context import LoadContext
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
-from chute.load.values import checked
+from chute.load.values import binary_read, checked
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -66,11 +66,20 @@ def server_side_select(
     if not isinstance(source, ServerReadable):
         return None
     # Old servers take names in a structure string only bare (`a` would name a field "`a`").
-    plain = ", ".join(f"{c.name if PLAIN_NAME.match(c.name) else quote_ident(c.name)} {c.type}" for c in inputs)
+    # A typed file's values are read wide and cast exactly, as chute's own read does (values.binary_read).
+    checks = typed_checks(unit, capabilities)
+    reads = [binary_read(c.name, c.type, unit.fmt.format) if checks else None for c in inputs]
+    plain = ", ".join(
+        f"{c.name if PLAIN_NAME.match(c.name) else quote_ident(c.name)} {read.read_as if read else c.type}"
+        for c, read in zip(inputs, reads, strict=True)
+    )
     expression = source.server_expression(unit, plain, fmt_name, capabilities, cluster)
     if expression is None:
         return None
-    exprs = [quote_ident(c.name) for c in inputs]
+    exprs = [
+        f"{read.value} AS {quote_ident(c.name)}" if read else quote_ident(c.name)
+        for c, read in zip(inputs, reads, strict=True)
+    ]
     if provenance is not None:
         values = {
             "_source": quote_str(unit.source_name),
@@ -80,6 +89,11 @@ def server_side_select(
         }
         exprs += [f"CAST({v}, {quote_str(provenance[n])}) AS {n}" for n, v in values.items()]
     return ServerRead(expression, f"SELECT {', '.join(exprs)} FROM {expression}")
+
+
+def typed_checks(unit: Unit, capabilities: Capabilities) -> bool:
+    """Whether a server reading this typed (not text) file can check its values as chute does."""
+    return not unit.fmt.is_text and capabilities.checked_typed_reads
 
 
 def check_cluster(opts: LoadOptions, target: Target, source: Source, units: list[Unit]) -> None:
@@ -127,7 +141,10 @@ class Methods:
         """Columns whose values a server parsing the text itself would change without a word
         (wrapped integers, rolled-over dates: chute.load.values.checked); chute's own read checks them."""
         if not unit.fmt.is_text:
-            return []
+            if typed_checks(unit, self.ctx.target.capabilities):
+                return []
+            fmt = unit.fmt.format
+            return [c.name for c in self.ctx.input_columns() if binary_read(c.name, c.type, fmt) is not None]
         return [c.name for c in self.ctx.input_columns() if checked(c.type)]
 
     def server_parses(self, unit: Unit, method: str) -> bool:

@@ -6,7 +6,7 @@ import re
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
-from chute.load.values import fast_read
+from chute.load.values import binary_read, fast_read
 from chute.schema import Column, structure
 from chute.sources.base import table_function
 from chute.sql import quote_ident, quote_str
@@ -153,9 +153,10 @@ class Reads:
         read_as = list(inputs)
         exprs = []
         fits = []
-        json = unit.fmt.format == "JSONEachRow"
+        fmt = unit.fmt.format
         for i, col in enumerate(inputs):
-            fast = fast_read(col.name, col.type, json) if unit.fmt.is_text else None
+            text = unit.fmt.is_text
+            fast = fast_read(col.name, col.type, fmt == "JSONEachRow") if text else binary_read(col.name, col.type, fmt)
             if fast is None:
                 exprs.append(quote_ident(col.name))
             else:

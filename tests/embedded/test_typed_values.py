@@ -1,0 +1,114 @@
+"""Typed files (Parquet, ORC, Arrow, Native) into narrower columns: no value changed without a word.
+
+Read straight into the table's types, the engine wraps integers (an Int64
+5000000000 into UInt32 is 705032704), drops decimal digits, makes 1e39 a Float32
+inf and clamps dates and times to the type's range. chute reads such columns
+wide and casts exactly: a value that does not fit fails the file with the
+column's name; clean files load exactly as the engine's own read gives them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.engine import open_engine
+from chute.sql import quote_str
+
+PROVENANCE = (
+    "_source LowCardinality(String), _source_mtime DateTime64(3, 'UTC'), _source_row UInt64, "
+    "_load_id LowCardinality(String)"
+)
+
+UNFIT = [
+    ("UInt32", "toInt64(5000000000)"),
+    ("UInt32", "toInt64(-1)"),
+    ("Int8", "toInt64(-129)"),
+    ("UInt64", "toInt64(-1)"),
+    ("Int64", "toUInt64(18446744073709551615)"),
+    ("Float32", "toFloat64(1e39)"),
+    ("Float32", "toFloat64(1e-50)"),
+    ("Decimal(5, 2)", "toDecimal64(1.999, 4)"),
+    ("Decimal(5, 2)", "toDecimal64(123456.1, 4)"),
+    ("Date", "toDate32('2150-01-01')"),
+    ("Date", "toDate32('1960-01-01')"),
+    ("DateTime", "toDateTime64('2106-02-08 00:00:00', 3, 'UTC')"),
+    ("DateTime('UTC')", "toDateTime64('1969-12-31 23:59:59', 3, 'UTC')"),
+]
+
+
+def _write(engine_dir: Path, path: Path, select: str, fmt: str) -> None:
+    """Write `select` to `path` in `fmt` with an engine of its own (not the target's)."""
+    engine = open_engine(str(engine_dir))
+    try:
+        engine.execute(f"INSERT INTO FUNCTION file({quote_str(str(path))}, {quote_str(fmt)}) {select}")
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "Native"])
+@pytest.mark.parametrize("column_type,value", UNFIT, ids=[f"{t}-{v}" for t, v in UNFIT])
+def test_a_value_that_does_not_fit_fails_the_file_naming_the_column(
+    tmp_path: Path, fmt: str, column_type: str, value: str
+) -> None:
+    data = tmp_path / "in"
+    data.mkdir()
+    path = data / f"a.{fmt.lower()}"
+    # Row 2 of 3 does not fit; rows 1 and 3 are NULL (a Nullable column: those fit).
+    _write(tmp_path / "writer", path, f"SELECT number AS id, if(number = 1, {value}, NULL) AS v FROM numbers(3)", fmt)
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    columns = f"id UInt64, v Nullable({column_type}), {PROVENANCE}"
+    engine.execute(f"CREATE TABLE t ({columns}) ENGINE = MergeTree ORDER BY id")
+    engine.close()
+
+    report = chute.load([str(path)], table="t", target=dest)
+    assert not report.ok and report.rows_loaded == 0
+    assert [f.state for f in report.files] == ["failed"]
+    error = report.files[0].error
+    assert f"column v: a value does not fit {column_type.split('(')[0]}" in error
+    assert "while executing" not in error
+    engine = open_engine(dest)
+    assert engine.rows("SELECT count() AS n FROM t")[0]["n"] == 0
+
+    # The ledger did not mark it done: the same file, fixed, loads.
+    path.unlink()
+    _write(tmp_path / "writer2", path, "SELECT number AS id, NULL::Nullable(Int8) AS v FROM numbers(3)", fmt)
+    engine.close()
+    again = chute.load([str(path)], table="t", target=dest)
+    assert again.ok and again.rows_loaded == 3
+
+
+CLEAN = (
+    "SELECT number AS id, (number * 7)::Int64 AS v, (number / 3)::Float64 AS f, toDecimal64(number / 4, 4) AS dec, "
+    "toDateTime64('2024-03-10 01:30:00.123', 3, 'UTC') + number * 3600 AS ts, ts AS ts2, "
+    "toDate32('2024-01-01') + number AS d, toString(toDateTime('2024-05-05 10:00:00', 'UTC') + number) AS sts, "
+    "if(number % 3 = 0, NULL, number)::Nullable(Int64) AS nv, nv AS nv2 FROM numbers(1000)"
+)
+CLEAN_COLUMNS = (
+    "id UInt64, v UInt32, f Float32, dec Decimal(9, 2), ts DateTime('Europe/Berlin'), ts2 DateTime, d Date, "
+    "sts DateTime('Asia/Tokyo'), nv Nullable(UInt16), nv2 UInt16"
+)
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "ORC", "Arrow", "Native"])
+def test_values_that_fit_load_as_the_engine_reads_them(tmp_path: Path, fmt: str) -> None:
+    """Read wide and cast: the same values as the engine's own read into the same types (time
+    zones, a date written as text, NULLs into a non-Nullable column)."""
+    path = tmp_path / f"clean.{fmt.lower()}"
+    _write(tmp_path / "writer", path, CLEAN, fmt)
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute(f"CREATE TABLE t ({CLEAN_COLUMNS}, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 1000, report.files
+    names = "id, v, f, dec, ts, ts2, d, sts, nv, nv2"
+    direct = engine.rows(
+        f"SELECT count() AS n, sum(cityHash64({names})) AS h "
+        f"FROM file({quote_str(str(path))}, {quote_str(fmt)}, {quote_str(CLEAN_COLUMNS)})"
+    )
+    loaded = engine.rows(f"SELECT count() AS n, sum(cityHash64({names})) AS h FROM t")
+    assert loaded == direct
+    engine.close()
