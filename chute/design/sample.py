@@ -12,7 +12,7 @@ from chute.design.model import Request
 from chute.design.types import SCALAR_INPUT, unwrap
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError
-from chute.schema import PROVENANCE_COLUMNS, PROVENANCE_NAMES, describe
+from chute.schema import PROVENANCE_COLUMNS, PROVENANCE_NAMES, describe, spread
 from chute.sql import quote_ident, quote_str
 
 SCRATCH_PREFIX = "_chute_design_"
@@ -62,15 +62,6 @@ class Scratch:
             self.drop(str(row["name"]))
 
 
-def _spread(count: int, take: int) -> list[int]:
-    """`take` indices spread evenly over range(count), then the rest in order."""
-    if count <= take:
-        return list(range(count))
-    first = sorted({round(i * (count - 1) / (take - 1)) for i in range(take)}) if take > 1 else [0]
-    chosen = set(first)
-    return first + [i for i in range(count) if i not in chosen]
-
-
 def _is_text(expression: str) -> bool:
     return _TEXT_FORMAT.match(expression) is not None
 
@@ -104,7 +95,7 @@ def _sample_structure(
 def load_sample(engine: Engine, scratch: Scratch, request: Request) -> Sample:
     """Read the first rows of files spread over the list into one scratch table."""
     expressions = request.expressions
-    order = _spread(len(expressions), MAX_SAMPLE_FILES)
+    order = spread(len(expressions), MAX_SAMPLE_FILES)
     columns = _sample_structure(engine, expressions, order, request.settings)
     names = {name for name, _ in columns}
     sample = Sample(scratch.name("sample"), columns, provenance=not names & PROVENANCE_NAMES)

@@ -155,7 +155,8 @@ class Reads:
         fits = []
         json = unit.fmt.format == "JSONEachRow"
         for i, col in enumerate(inputs):
-            fast = fast_read(col.name, col.type, json) if unit.fmt.is_text else None
+            marker = col.null_marker if unit.fmt.format in ("CSV", "TSV") else ""
+            fast = fast_read(col.name, col.type, json, marker) if unit.fmt.is_text else None
             if fast is None:
                 exprs.append(quote_ident(col.name))
             else:
