@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 import chute
+from chute.bench import bench
+from chute.design import design_sources
+from chute.errors import ChuteError
 
 from .test_fidelity import columns, dest, rows
 
@@ -28,7 +31,7 @@ def _r_export(path: Path, n: int, marker: str, bad: dict[int, str] | None = None
     expected = []
     for i in range(1, n + 1):
         age = marker if i % 7 == 0 else str(rng.randrange(18, 90))
-        income = marker if i % 5 == 0 else f"{rng.randrange(0, 10**6) / 100:.2f}"
+        income = marker if i % 5 == 0 else str(rng.randrange(1, 10**4) + rng.randrange(1, 10) / 10)
         visited = marker if i % 11 == 0 else f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}"
         country = rng.choice(["DE", "NA", "FR", "US"])  # NA: Namibia
         if bad and i in bad:
@@ -164,3 +167,60 @@ def test_an_existing_table_names_add_columns(tmp_path: Path, dest: str) -> None:
     )
     assert added.ok and added.rows_loaded == 50
     assert rows(dest, "SELECT count(), countIf(session != '') FROM t") == [[str(len(events)), "50"]]
+
+
+# -- design and bench ----------------------------------------------------------------------------
+
+
+def test_design_types_a_marked_column_and_the_load_follows(tmp_path: Path, target: str) -> None:
+    expected = _r_export(tmp_path / "survey.csv", 3_000, "NA")
+    proposal = design_sources([str(tmp_path / "survey.csv")], "t", target=target, time_budget_s=20)
+    chosen = {c.name: c for c in proposal.columns}
+    assert chosen["age"].type.startswith("Nullable(UInt") and chosen["age"].null_marker == "NA"
+    assert chosen["income"].type.startswith("Nullable(Float") and chosen["visited"].type == "Nullable(Date)"
+    assert "Nullable" not in chosen["country"].type and not chosen["country"].null_marker  # `NA`: Namibia
+    assert "written NA" in chosen["age"].reason
+    assert "COMMENT 'chute: NULL written as NA'" in proposal.ddl
+    report = chute.load(
+        [str(tmp_path / "survey.csv")], table="t", target=target, options=chute.LoadOptions(design="auto")
+    )
+    assert report.ok and report.rows_loaded == 3_000 and report.rows_rejected == 0, report.files
+    assert _same(rows(target, SELECT.format(where="")), expected)
+
+
+def test_design_proposes_the_fields_of_later_files(tmp_path: Path, target: str) -> None:
+    events = _events(tmp_path / "ev", files=6, per_file=1_500, later_from=3)
+    proposal = design_sources([str(tmp_path / "ev")], "t", target=target, time_budget_s=30)
+    chosen = {c.name: c.type for c in proposal.columns}
+    assert list(chosen) == ["id", "kind", "user", "session", "latency_ms"]
+    assert chosen["session"] == "Nullable(String)" and chosen["latency_ms"].startswith("Nullable(UInt")
+    # The column that can sort the table (not Nullable) with the most distinct values, from the data.
+    sortable = ["id", "kind", "user"]
+    distinct = {name: len({e[name] for e in events}) for name in sortable}
+    highest = max(sortable, key=lambda n: distinct[n])
+    [label] = [t.name for t in proposal.layouts if t.name.startswith("highest-cardinality column")]
+    assert next(t.order_by for t in proposal.layouts if t.name == label) == f"`{highest}`"
+    assert f"{distinct[highest]:,} distinct" in label
+
+
+def test_bench_loads_the_fields_of_later_files(tmp_path: Path, target: str) -> None:
+    events = _events(tmp_path / "ev", files=4, per_file=1_000, later_from=2)
+    report = bench([str(tmp_path / "ev")], target=target)
+    assert report.rows == len(events)
+    assert {r.method: r.rows for r in report.results} == {
+        "engine INSERT SELECT file()": len(events),
+        "chute -> embedded": len(events),
+    }
+
+
+def test_bench_says_why_rows_differ(tmp_path: Path, target: str) -> None:
+    """Dates past the type's range, after the rows inference reads: the engine's own INSERT
+    clamps them (its count matches), the load rejects them, and the bench says so."""
+    events = tmp_path / "ev"
+    events.mkdir()
+    day = {"id": 1, "d": "2024-01-01"}
+    (events / "a.jsonl").write_text((json.dumps(day) + "\n") * 100)
+    far = {"id": 2, "d": "2200-01-01"}
+    (events / "b.jsonl").write_text((json.dumps(day) + "\n") * 2_500 + (json.dumps(far) + "\n") * 10)
+    with pytest.raises(ChuteError, match=r"2600 rows in the table, 2610 in the input: 10 rows rejected; result"):
+        bench([str(events)], target=target)
