@@ -83,6 +83,17 @@ def test_a_null_marker_makes_the_column_nullable(tmp_path: Path, dest: str, mark
     assert rows(dest, "SELECT countIf(country = 'NA') FROM t") == [[str(sum(r[4] == "NA" for r in expected))]]
 
 
+def test_a_null_marker_in_tsv(tmp_path: Path, dest: str) -> None:
+    """R's write.table(sep = "\\t"): the same file, tab-separated."""
+    expected = _r_export(tmp_path / "survey.csv", 500, "NA")
+    text = (tmp_path / "survey.csv").read_text().replace(",", "\t").replace('"', "")
+    (tmp_path / "survey.tsv").write_text(text)
+    report = chute.load([str(tmp_path / "survey.tsv")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 500 and report.rows_rejected == 0, report.files
+    assert dict(columns(dest))["visited"] == "Nullable(Date)"
+    assert _same(rows(dest, SELECT.format(where="")), expected)
+
+
 def test_a_value_neither_marker_nor_number_is_rejected(tmp_path: Path, dest: str) -> None:
     """A later file of the same table: its marker is NULL, `unknown` and a second marker
     (`NULL` where the column's is `NA`) are rows rejected with their reason."""
