@@ -18,15 +18,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chute.engine import MEMORY, open_engine
+from chute.engine import MEMORY, Engine, open_engine
 from chute.errors import ChuteError, UsageError
 from chute.load import LoadOptions, load
 from chute.load.ledger import LEDGER_TABLE
-from chute.report import human_bytes
-from chute.schema import Column, create_table_sql, describe
+from chute.report import LoadReport, human_bytes
+from chute.schema import (
+    INFER_FILES,
+    INFER_MORE_ROWS,
+    Column,
+    create_table_sql,
+    describe,
+    spread,
+    structure,
+    union_columns,
+)
 from chute.sources.files import FileSource
 from chute.sql import TableName, quote_str
 from chute.targets import Target, open_target
+from chute.units import Unit
 
 SCRATCH_PREFIX = "chute_bench_"
 # Formats a server parses itself from raw bytes (the pass-through method).
@@ -127,9 +137,33 @@ def _count_rows(directory: str, sources: Sequence[str], opts: LoadOptions) -> in
     return total
 
 
-def _check(got: int, expected: int, method: str) -> None:
+def _check(got: int, expected: int, method: str, why: str = "") -> None:
     if got != expected:
-        raise ChuteError(f"{method}: {got} rows in the table, {expected} in the input; result not reported")
+        because = f": {why}" if why else ""
+        raise ChuteError(f"{method}: {got} rows in the table, {expected} in the input{because}; result not reported")
+
+
+def _why(report: LoadReport) -> str:
+    """Why a load holds fewer rows than its input: files failed (the first one's error), rows rejected."""
+    failed = [f for f in report.files if f.state == "failed"]
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} file(s) failed, e.g. {failed[0].error}")
+    if report.rows_rejected:
+        parts.append(f"{report.rows_rejected:,} rows rejected")
+    return "; ".join(parts)
+
+
+def _input_columns(engine: Engine, source: FileSource, units: list[Unit]) -> tuple[list[Column], bool]:
+    """The columns of the input as a load makes its table (the first file's, and fields of later
+    files: schema.union_columns), and whether every file read has the first one's."""
+    first = describe(engine, source.table_expression(units[0], None), "bench")
+    per_file = [first]
+    for index in spread(len(units) - 1, INFER_FILES - 1)[: INFER_FILES - 1]:
+        expression = source.table_expression(units[index + 1], None)
+        per_file.append(describe(engine, expression, "bench", INFER_MORE_ROWS))
+    columns = union_columns(engine, per_file)
+    return columns, columns == first
 
 
 def _bare_engine(
@@ -138,12 +172,14 @@ def _bare_engine(
     engine = open_engine(directory)
     source = FileSource(paths, opts.format, opts.compression)
     units = source.units()
-    columns = describe(engine, source.table_expression(units[0], None), "bench")
+    columns, same = _input_columns(engine, source, units)
     name = TableName(None, table)
     engine.execute(create_table_sql(name, columns, "tuple()", None))
+    # Files that differ in their fields are read with the table's structure (a missing field: NULL).
+    shape = None if same else structure(columns)
     try:
         # One statement, engine defaults: what a user would type.
-        union = " UNION ALL ".join(f"SELECT * FROM {source.table_expression(u, None)}" for u in units)
+        union = " UNION ALL ".join(f"SELECT * FROM {source.table_expression(u, shape)}" for u in units)
         t0 = time.perf_counter()
         engine.execute(f"INSERT INTO {name.sql} {union}")
         seconds = time.perf_counter() - t0
@@ -170,7 +206,7 @@ def _chute(
     tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     name = TableName(None, table)
     try:
-        _check(report.table_rows, expected, label)
+        _check(report.table_rows, expected, label, _why(report))
         size = report.table_bytes_on_disk
     finally:
         _drop(tgt, name)
@@ -187,7 +223,7 @@ def _pass_through(
     source = FileSource(paths, opts.format, opts.compression)
     units = source.units()
     engine = tgt.engine
-    columns = describe(engine, source.table_expression(units[0], None), "bench")
+    columns, _ = _input_columns(engine, source, units)
     caps = tgt.capabilities
     columns = [Column(c.name, caps.adapt_type(c.type)) for c in columns]
     name = TableName(None, table)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chute.engine import Engine
+from chute.errors import ChuteError
 from chute.sql import TableName, quote_ident, quote_str
 
 RowsQuery = Callable[[str, Any, str], list[dict[str, Any]]]
@@ -24,6 +25,42 @@ PROVENANCE_NAMES = frozenset(name for name, _ in PROVENANCE_COLUMNS)
 # Inference makes a column Nullable only where the sample holds a null.
 INFERENCE_SETTINGS = {"schema_inference_make_columns_nullable": "auto"}
 
+NULL_MARKERS: tuple[str, ...] = (
+    "NA",
+    "N/A",
+    "n/a",
+    "NULL",
+    "null",
+    "None",
+    "<NA>",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "1.#IND",
+    "1.#QNAN",
+    "NaN",
+    "-NaN",
+    "nan",
+    "-nan",
+)
+"""How CSV/TSV files write a missing value (pandas' `na_values`, less the empty field and `\\N`,
+which the engine reads as NULL itself). A Float column's `nan` parses: there it is a value."""
+_MARKER_COMMENT = "chute: NULL written as "
+"""A column's comment naming its NULL marker: `chute: NULL written as NA`."""
+
+
+def marker_comment(marker: str) -> str:
+    return _MARKER_COMMENT + marker
+
+
+def marker_of(comment: str) -> str:
+    """The NULL marker a column's comment names ('' for none); only markers of NULL_MARKERS count."""
+    if comment.startswith(_MARKER_COMMENT) and comment[len(_MARKER_COMMENT) :] in NULL_MARKERS:
+        return comment[len(_MARKER_COMMENT) :]
+    return ""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -31,6 +68,13 @@ class Column:
     type: str
     default_kind: str = ""  # "", DEFAULT, MATERIALIZED, ALIAS, EPHEMERAL
     default_expression: str = ""
+    comment: str = ""
+
+    @property
+    def null_marker(self) -> str:
+        """The text that stands for NULL in this column of a CSV/TSV file ('' for none; see NULL_MARKERS)."""
+        typed = self.type.startswith("Nullable(") and self.type != "Nullable(String)"
+        return marker_of(self.comment) if typed else ""
 
     @property
     def insertable(self) -> bool:
@@ -71,14 +115,17 @@ def table_columns(rows: RowsQuery, table: TableName, ordered: bool = True) -> li
     """
     database = quote_str(table.database) if table.database else "currentDatabase()"
     found = rows(
-        "SELECT name, type, default_kind, default_expression FROM system.columns "
+        "SELECT name, type, default_kind, default_expression, comment FROM system.columns "
         f"WHERE database = {database} AND table = {quote_str(table.table)}" + (" ORDER BY position" if ordered else ""),
         None,
         f"reading columns of {table}",
     )
     if not found:
         return None
-    return [Column(r["name"], r["type"], r["default_kind"], r["default_expression"]) for r in found]
+    return [
+        Column(r["name"], r["type"], r["default_kind"], r["default_expression"], str(r.get("comment") or ""))
+        for r in found
+    ]
 
 
 # Codecs for provenance columns of tables chute creates: row numbers count up and a
@@ -97,7 +144,9 @@ def create_table_sql(
     """MergeTree DDL; ORDER BY and PARTITION BY are SQL expressions of the user.
     With `codecs` (the target has them), provenance columns get theirs."""
     body = ",\n    ".join(
-        c.structure_sql() + (f" {PROVENANCE_CODECS[c.name]}" if codecs and c.name in PROVENANCE_CODECS else "")
+        c.structure_sql()
+        + (f" COMMENT {quote_str(c.comment)}" if c.comment else "")
+        + (f" {PROVENANCE_CODECS[c.name]}" if codecs and c.name in PROVENANCE_CODECS else "")
         for c in columns
     )
     sql = f"CREATE TABLE IF NOT EXISTS {table.sql}\n(\n    {body}\n)\nENGINE = MergeTree"
@@ -120,3 +169,107 @@ def with_provenance(columns: list[Column], extra: Sequence[tuple[str, str]] = ()
     """`columns` plus the provenance columns (and a source's `extra` ones) they lack."""
     present = {c.name for c in columns}
     return columns + [Column(n, t) for n, t in (*PROVENANCE_COLUMNS, *extra) if n not in present]
+
+
+_NOT_NULLABLE = ("Array(", "Map(", "Tuple(", "Nested(", "LowCardinality(", "Nullable(", "Object(", "JSON", "Variant(")
+
+
+def nullable(type_sql: str) -> str:
+    """`type_sql` as a type that holds NULL, where the engine has one (not for arrays, maps, ...)."""
+    return type_sql if type_sql.startswith(_NOT_NULLABLE) or type_sql == "Dynamic" else f"Nullable({type_sql})"
+
+
+def with_null_markers(
+    engine: Engine,
+    table_expression: str,
+    columns: list[Column],
+    context: str,
+    format_settings: Mapping[str, str | int | float] | None = None,
+    sample_rows: int | None = None,
+) -> list[Column]:
+    """`columns` of a CSV/TSV file, where a text column's only values that are not of another
+    type are one NULL marker (`NA`, `NULL`, ... see NULL_MARKERS): that column typed
+    Nullable(<the other values' type>), its comment naming the marker.
+
+    The engine counts the markers over the rows inference reads, then infers again with the
+    marker as the format's NULL; a column still inferred as text keeps its text (its `NA`
+    is a value, as a country code may be)."""
+    texts = [c for c in columns if c.type in ("String", "Nullable(String)")]
+    if not texts:
+        return columns
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
+    limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
+    markers = ", ".join(quote_str(m) for m in NULL_MARKERS)
+    counts = ", ".join(
+        f"groupUniqArrayIf({quote_ident(c.name)}, {quote_ident(c.name)} IN ({markers})) AS m{i}"
+        for i, c in enumerate(texts)
+    )
+    structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in texts)
+    found = engine.rows(
+        f"SELECT {counts} FROM (SELECT * FROM {table_expression} LIMIT {int(limit)})",
+        settings={**settings, "schema_inference_hints": structure_sql},
+        context=context,
+    )
+    single = {c.name: found[0][f"m{i}"][0] for i, c in enumerate(texts) if found and len(found[0][f"m{i}"]) == 1}
+    if not single:
+        return columns
+    typed: dict[str, Column] = {}
+    for marker in sorted(set(single.values())):
+        as_null = {"format_csv_null_representation": marker, "format_tsv_null_representation": marker}
+        again = describe(engine, table_expression, context, sample_rows, {**(format_settings or {}), **as_null})
+        for c in again:
+            inner = c.type[len("Nullable(") : -1] if c.type.startswith("Nullable(") else c.type
+            if single.get(c.name) == marker and inner != "String" and not inner.startswith(_NOT_NULLABLE):
+                typed[c.name] = Column(c.name, f"Nullable({inner})", comment=marker_comment(marker))
+    return [typed.get(c.name, c) for c in columns]
+
+
+def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:
+    """The columns of several files in one list: every name in the order first seen; a type
+    that differs between files as the engine's common type of the two (String where there is
+    none); a column some files lack, Nullable (their rows hold no value for it)."""
+    merged: dict[str, Column] = {}
+    seen_in: dict[str, int] = {}
+    for columns in per_file:
+        for c in columns:
+            seen_in[c.name] = seen_in.get(c.name, 0) + 1
+            before = merged.get(c.name)
+            if before is None or before.type == c.type:
+                merged[c.name] = before or c
+                continue
+            comment = before.comment if before.comment == c.comment or not c.comment else ""
+            merged[c.name] = Column(
+                c.name, _common_type(engine, before.type, c.type), comment=comment or before.comment
+            )
+    return [
+        c if seen_in[c.name] == len(per_file) else Column(c.name, nullable(c.type), comment=c.comment)
+        for c in merged.values()
+    ]
+
+
+def _common_type(engine: Engine, a: str, b: str) -> str:
+    try:
+        rows = engine.rows(
+            f"SELECT toTypeName(if(rand() > 0, defaultValueOfTypeName({quote_str(a)}), "
+            f"defaultValueOfTypeName({quote_str(b)}))) AS t",
+            settings={"use_variant_as_common_type": 0},
+            context="the common type of a column's inferred types",
+        )
+        return str(rows[0]["t"])
+    except ChuteError:  # no common type (a number and a date): text holds both
+        return "Nullable(String)" if "Nullable(" in a + b else "String"
+
+
+INFER_FILES = 8
+"""Files whose schema inference reads when it makes a table: the first and others spread over the list."""
+INFER_MORE_ROWS = 2_000
+"""Rows inference reads from each of the other files (a field that appears later is seen there)."""
+
+
+def spread(count: int, take: int) -> list[int]:
+    """`take` indices spread evenly over range(count) (the first and the last among them), then the rest in order."""
+    if count <= take:
+        return list(range(count))
+    first = sorted({round(i * (count - 1) / (take - 1)) for i in range(take)}) if take > 1 else [0]
+    chosen = set(first)
+    return first + [i for i in range(count) if i not in chosen]

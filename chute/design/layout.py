@@ -94,8 +94,9 @@ def _order_by_sql(key: Sequence[str]) -> str:
     return "(" + ", ".join(quote_ident(k) for k in key) + ")"
 
 
-def _column_sql(name: str, type_: str, codec: str) -> str:
-    return f"{quote_ident(name)} {type_}" + (f" CODEC({codec})" if codec else "")
+def _column_sql(name: str, type_: str, codec: str, comment: str = "") -> str:
+    sql = f"{quote_ident(name)} {type_}" + (f" COMMENT {quote_str(comment)}" if comment else "")
+    return sql + (f" CODEC({codec})" if codec else "")
 
 
 def _pick_codec(sizes: Mapping[str, int], candidates: Sequence[str]) -> str:
@@ -268,8 +269,11 @@ def key_candidates(engine: Engine, sample: Sample, columns: list[TypedColumn]) -
     carriers = [c for c in dims if dependents[c.name]]
     by_reach = sorted(carriers, key=lambda c: (-len(dependents[c.name]), c.cost, -c.typed.distinct))
     prefixes = [(f"{c.name} (determines {len(dependents[c.name])} columns)", [c.name]) for c in by_reach[:2]]
-    if not prefixes and dims:
-        prefixes = [("highest-cardinality column", [max(dims, key=lambda c: c.typed.distinct).name])]
+    # The truly highest-cardinality column that can sort (dims leave out the near-unique ones).
+    sortable = [c for c in eligible if not c.is_time]
+    if not prefixes and sortable:
+        highest = max(sortable, key=lambda c: (c.typed.distinct, -c.cost, -position[c.name]))
+        prefixes = [(f"highest-cardinality column ({highest.typed.distinct:,} distinct)", [highest.name])]
     prefixes.append(("columns that determine others, low to high", [c.name for c in _chain(engine, sample, carriers)]))
     prefixes.append(("low to high cardinality", [c.name for c in _chain(engine, sample, dims)]))
     found: list[tuple[str, list[str]]] = []
@@ -335,10 +339,15 @@ def partition(engine: Engine, sample: Sample, columns: list[TypedColumn], key: s
 
 
 def create_table_ddl(
-    table: TableName, columns: Sequence[tuple[str, str, str]], order_by: str, partition_by: str | None
+    table: TableName,
+    columns: Sequence[tuple[str, str, str]],
+    order_by: str,
+    partition_by: str | None,
+    comments: Mapping[str, str] | None = None,
 ) -> str:
-    """CREATE TABLE from (name, type, codec) triples; ORDER BY/PARTITION BY are SQL."""
-    body = ",\n    ".join(_column_sql(n, t, c) for n, t, c in columns)
+    """CREATE TABLE from (name, type, codec) triples; ORDER BY/PARTITION BY are SQL; `comments`
+    by column name (a NULL marker the load reads, schema.marker_comment)."""
+    body = ",\n    ".join(_column_sql(n, t, c, (comments or {}).get(n, "")) for n, t, c in columns)
     sql = f"CREATE TABLE IF NOT EXISTS {table.sql}\n(\n    {body}\n)\nENGINE = MergeTree"
     if partition_by:
         sql += f"\nPARTITION BY {partition_by}"

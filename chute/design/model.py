@@ -20,6 +20,8 @@ class ColumnChoice:
     """The CODEC(...) arguments; "" is the server default (LZ4)."""
     reason: str
     codec_reason: str
+    null_marker: str = ""
+    """The text that stands for NULL in the files (`NA`), kept in the column's comment for the load."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from chute.design.sample import SCRATCH_PREFIX, Sample, Scratch, load_sample
 from chute.design.types import HEADROOM, TypeChooser, Typed, cast
 from chute.engine import Engine, open_engine
 from chute.errors import SchemaError, SourceError, UsageError
-from chute.schema import PROVENANCE_COLUMNS
+from chute.schema import PROVENANCE_COLUMNS, marker_comment
 from chute.sniff import read_head
 from chute.sources import Unit
 from chute.sources.files import FileSource
@@ -116,6 +116,7 @@ def _propose(engine: Engine, scratch: Scratch, request: Request) -> Proposal:
             winner.codecs[c.name],
             c.typed.reason,
             _codec_reason(measurer.codec_sizes[winner.name][c.name], winner.codecs[c.name], winner.name),
+            c.typed.null_marker,
         )
         for c in columns
     )
@@ -128,7 +129,13 @@ def _propose(engine: Engine, scratch: Scratch, request: Request) -> Proposal:
         )
     return Proposal(
         table=str(request.table),
-        ddl=create_table_ddl(request.table, triples, winner.order_by, partition_by),
+        ddl=create_table_ddl(
+            request.table,
+            triples,
+            winner.order_by,
+            partition_by,
+            {c.name: marker_comment(c.null_marker) for c in choices if c.null_marker},
+        ),
         columns=choices,
         layouts=tuple(trials),
         winner=winner.name,

@@ -12,7 +12,16 @@ from chute.design.model import Request
 from chute.design.types import SCALAR_INPUT, unwrap
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError
-from chute.schema import PROVENANCE_COLUMNS, PROVENANCE_NAMES, describe
+from chute.schema import (
+    INFER_FILES,
+    INFER_MORE_ROWS,
+    PROVENANCE_COLUMNS,
+    PROVENANCE_NAMES,
+    Column,
+    describe,
+    spread,
+    union_columns,
+)
 from chute.sql import quote_ident, quote_str
 
 SCRATCH_PREFIX = "_chute_design_"
@@ -62,15 +71,6 @@ class Scratch:
             self.drop(str(row["name"]))
 
 
-def _spread(count: int, take: int) -> list[int]:
-    """`take` indices spread evenly over range(count), then the rest in order."""
-    if count <= take:
-        return list(range(count))
-    first = sorted({round(i * (count - 1) / (take - 1)) for i in range(take)}) if take > 1 else [0]
-    chosen = set(first)
-    return first + [i for i in range(count) if i not in chosen]
-
-
 def _is_text(expression: str) -> bool:
     return _TEXT_FORMAT.match(expression) is not None
 
@@ -82,29 +82,37 @@ _RAW_TEXT: dict[str, str | int | float] = {"input_format_try_infer_dates": 0, "i
 def _sample_structure(
     engine: Engine, expressions: list[str], order: list[int], settings: dict[str, str | int | float]
 ) -> list[tuple[str, str]]:
-    """Columns of the first readable file; numbers in CSV/TSV are read as text to test them."""
+    """Columns of the first readable file and of up to INFER_FILES - 1 more spread over the list
+    (INFER_MORE_ROWS rows of each; a field that appears only in later files is a column too);
+    numbers in CSV/TSV are read as text to test them."""
     infer = {**settings, **_RAW_TEXT, "schema_inference_make_columns_nullable": 1}
     last: ChuteError | None = None
+    per_file: list[list[Column]] = []
     for index in order[:MAX_SAMPLE_FILES]:
+        if len(per_file) == INFER_FILES:
+            break
         expression = expressions[index]
         try:
-            columns = describe(engine, expression, "design: cannot infer the schema", format_settings=infer)
+            rows = INFER_MORE_ROWS if per_file else None
+            columns = describe(engine, expression, "design: cannot infer the schema", rows, infer)
         except ChuteError as exc:  # a broken file: try the next one
             last = exc
             continue
         text = _is_text(expression)
-        result = []
+        as_read = []
         for c in columns:
             base, _ = unwrap(c.type, "Nullable")
-            result.append((c.name, "Nullable(String)" if text and SCALAR_INPUT.match(base) else c.type))
-        return result
-    raise SourceError(f"design: no file could be read: {last}")
+            as_read.append(Column(c.name, "Nullable(String)" if text and SCALAR_INPUT.match(base) else c.type))
+        per_file.append(as_read)
+    if not per_file:
+        raise SourceError(f"design: no file could be read: {last}")
+    return [(c.name, c.type) for c in union_columns(engine, per_file)]
 
 
 def load_sample(engine: Engine, scratch: Scratch, request: Request) -> Sample:
     """Read the first rows of files spread over the list into one scratch table."""
     expressions = request.expressions
-    order = _spread(len(expressions), MAX_SAMPLE_FILES)
+    order = spread(len(expressions), MAX_SAMPLE_FILES)
     columns = _sample_structure(engine, expressions, order, request.settings)
     names = {name for name, _ in columns}
     sample = Sample(scratch.name("sample"), columns, provenance=not names & PROVENANCE_NAMES)
@@ -147,8 +155,39 @@ def load_sample(engine: Engine, scratch: Scratch, request: Request) -> Sample:
 def _insert_sample(
     engine: Engine, sample: Sample, expression: str, limit: int, settings: dict[str, str | int | float]
 ) -> int:
+    try:
+        return _insert_sample_columns(engine, sample, expression, limit, settings, None)
+    except ChuteError as exc:
+        if exc.code != UNKNOWN_IDENTIFIER:
+            raise
+    # A file that lacks some of the columns (fields of other files): those are NULL in its rows.
+    hints = {k: v for k, v in settings.items() if k != "schema_inference_hints"}
+    found = describe(engine, expression, "design: reading the sample", INFER_MORE_ROWS, hints)
+    return _insert_sample_columns(engine, sample, expression, limit, settings, {c.name for c in found})
+
+
+UNKNOWN_IDENTIFIER = 47
+
+
+def _absent(type_: str) -> str:
+    """The value of a column a file lacks: NULL, or the type's default where it holds no NULL."""
+    return (
+        f"CAST(NULL, {quote_str(type_)})"
+        if type_.startswith("Nullable(")
+        else f"defaultValueOfTypeName({quote_str(type_)})"
+    )
+
+
+def _insert_sample_columns(
+    engine: Engine,
+    sample: Sample,
+    expression: str,
+    limit: int,
+    settings: dict[str, str | int | float],
+    present: set[str] | None,
+) -> int:
     names = [quote_ident(n) for n, _ in sample.columns]
-    select = list(names)
+    select = [quote_ident(n) if present is None or n in present else _absent(t) for n, t in sample.columns]
     if sample.provenance:
         names += [quote_ident(n) for n, _ in PROVENANCE_COLUMNS]
         select += [

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chute.engine import Engine
+from chute.schema import NULL_MARKERS
 from chute.sql import quote_ident, quote_str
 
 HEADROOM = 4
@@ -48,6 +49,8 @@ class Typed:
     reason: str
     distinct: int = 0
     nulls: int = 0
+    null_marker: str = ""
+    """The text that stands for NULL in this column of the files (`NA`; see schema.NULL_MARKERS)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,9 @@ class TypeChooser:
     def _scalar(self, v: str, inferred: str, src: str, context: str, allow_enum: bool) -> Typed:
         if inferred == "String":
             row = first_row(self.engine, _string_stats_sql(v, src), context)
+            marked = self._with_marker(v, src, context, row)
+            if marked is not None:
+                return marked
         else:
             row = self._counts(v, src, context)
         n, nulls, distinct = as_int(row["n"]), as_int(row["nulls"]), as_int(row["d"])
@@ -162,6 +168,38 @@ class TypeChooser:
         convert = (lambda v: f"CAST({parse(v)} AS {full})") if parse else cast(full)
         return Typed(full, convert, reason, distinct, nulls)
 
+    def _with_marker(self, v: str, src: str, context: str, row: dict[str, Any]) -> Typed | None:
+        """A text column whose values are of one type but for one NULL marker (`NA`): that type,
+        Nullable, the marker NULL (None when the column is text, or holds no marker or several)."""
+        values = as_int(row["n"]) - as_int(row["nulls"])
+        if not values or any(parsed(row, values) for parsed in self._parsers()):
+            return None
+        markers = ", ".join(quote_str(m) for m in NULL_MARKERS)
+        found = first_row(self.engine, f"SELECT groupUniqArrayIf({v}, {v} IN ({markers})) AS m FROM {src}", context)
+        if len(found.get("m") or []) != 1:
+            return None
+        marker = str(found["m"][0])
+        text = f"nullIf({v}, {quote_str(marker)})"
+        again = first_row(self.engine, _string_stats_sql(text, src), context)
+        n, nulls = as_int(again["n"]), as_int(again["nulls"])
+        base = next((b for b in (p(again, n - nulls) for p in self._parsers()) if b is not None), None)
+        if base is None or n == nulls:
+            return None
+        full = _nullable(base.type, nulls)
+        parse = base.parse or cast(full)
+        reason = f"{base.reason}; Nullable: {nulls:,} nulls in the sample, written {marker}"
+        return Typed(
+            full,
+            lambda x: f"CAST({parse(f'nullIf({x}, {quote_str(marker)})')} AS {full})",
+            reason,
+            as_int(again["d"]),
+            nulls,
+            marker,
+        )
+
+    def _parsers(self) -> tuple[Callable[[dict[str, Any], int], _Base | None], ...]:
+        return (self._as_date, self._as_datetime, self._as_integer, self._as_float)
+
     def _integer(self, v: str, src: str, context: str) -> _Base:
         row = first_row(self.engine, f"SELECT toString(min({v})) AS lo, toString(max({v})) AS hi FROM {src}", context)
         lo, hi = as_int(row["lo"]), as_int(row["hi"])
@@ -180,7 +218,7 @@ class TypeChooser:
     def _string(
         self, v: str, src: str, context: str, row: dict[str, Any], values: int, distinct: int, allow_enum: bool
     ) -> _Base:
-        for parsed in (self._as_date, self._as_datetime, self._as_integer, self._as_float):
+        for parsed in self._parsers():
             base = parsed(row, values)
             if base is not None:
                 return base

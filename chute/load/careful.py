@@ -314,7 +314,8 @@ def _good_records(scratch: TableName, columns: list[Column], delimiter: str, bad
     fields = [f"f{i}" for i in range(len(columns))]
     texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
     present = [
-        f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')}))"
+        f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')})"
+        + (f" AND f{i} != {quote_str(c.null_marker)})" if c.null_marker else ")")
         for i, c in enumerate(columns)
     ]
     extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]

@@ -155,8 +155,11 @@ class Reads:
         fits = []
         fmt = unit.fmt.format
         for i, col in enumerate(inputs):
-            text = unit.fmt.is_text
-            fast = fast_read(col.name, col.type, fmt == "JSONEachRow") if text else binary_read(col.name, col.type, fmt)
+            marker = col.null_marker if fmt in ("CSV", "TSV") else ""
+            if unit.fmt.is_text:
+                fast = fast_read(col.name, col.type, fmt == "JSONEachRow", marker)
+            else:
+                fast = binary_read(col.name, col.type, fmt)
             if fast is None:
                 exprs.append(quote_ident(col.name))
             else:

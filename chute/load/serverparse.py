@@ -135,6 +135,10 @@ class ServerParse:
             return "only whole local files go as they are"
         if not ctx.target.accepts_raw(fmt, ctx.table):
             return f"the server does not take {fmt.format} ({fmt.compression}) bodies into this table"
+        marked = [c for c in ctx.input_columns() if c.null_marker]
+        if marked and fmt.format in ("CSV", "TSV"):
+            marker = marked[0].null_marker
+            return f"column {marked[0].name} writes NULL as {marker!r}, which the server's parser does not know"
         if not ctx.fill_provenance:
             return None
         if not ctx.info.stageable:

@@ -15,7 +15,18 @@ from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
 from chute.parquetmeta import nullable_note
-from chute.schema import PROVENANCE_NAMES, Column, create_table_sql, describe, with_provenance
+from chute.schema import (
+    INFER_FILES,
+    INFER_MORE_ROWS,
+    PROVENANCE_NAMES,
+    Column,
+    create_table_sql,
+    describe,
+    spread,
+    union_columns,
+    with_null_markers,
+    with_provenance,
+)
 from chute.scratch import scratch_file
 from chute.sniff import Head, refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
@@ -91,8 +102,10 @@ class TableSetup:
         )
         return True
 
-    def infer(self, unit: Unit) -> list[Column]:
-        """The unit's columns; for JSON lines with broken lines, from its valid lines."""
+    def infer(self, unit: Unit, sample_rows: int | None = None) -> list[Column]:
+        """The unit's columns; for JSON lines with broken lines, from its valid lines. A text
+        column of a CSV/TSV file whose only other values are one NULL marker (`NA`) is typed
+        Nullable (schema.with_null_markers)."""
         declared = self.ctx.source.declared_columns(unit)
         if declared is not None:
             return declared
@@ -102,8 +115,12 @@ class TableSetup:
                 return [Column(n, "String") for n in names]
         context = f"{unit.key}: cannot infer the schema"
         expression = self.ctx.source.table_expression(unit, None)
+        engine, settings = self.ctx.target.engine, self.ctx.format_settings()
         try:
-            return describe(self.ctx.target.engine, expression, context, format_settings=self.ctx.format_settings())
+            columns = describe(engine, expression, context, sample_rows, settings)
+            if unit.fmt.format in ("CSV", "TSV"):
+                columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+            return columns
         except ChuteError:
             if unit.fmt.format != "JSONEachRow":
                 raise
@@ -161,18 +178,35 @@ class TableSetup:
                     self.head(first_csv)
             return self._created(self.designed_ddl(plan), on_ddl, " (--design)")
         last_error: ChuteError | None = None
-        for unit in plan.load:
-            if unit.size == 0:
-                continue
+        readable = [u for u in plan.load if u.size > 0]
+        for at, unit in enumerate(readable):
             try:
                 columns = self.infer(unit)
             except ChuteError as exc:
                 last_error = exc
                 continue
+            columns = self._with_later_fields(unit, columns, readable[at + 1 :])
             return self._created(self._inferred_ddl(unit, columns), on_ddl)
         if last_error is not None:
             raise last_error
         return None
+
+    def _with_later_fields(self, first: Unit, columns: list[Column], rest: list[Unit]) -> list[Column]:
+        """The first file's columns and those of up to INFER_FILES - 1 files spread over the rest
+        (INFER_MORE_ROWS rows of each), as one list (schema.union_columns): a field that appears
+        only in later files is a column too. A file that cannot be read here is left to its load."""
+        per_file = [columns]
+        for index in spread(len(rest), INFER_FILES - 1)[: INFER_FILES - 1]:
+            unit = rest[index]
+            if unit.fmt.format != first.fmt.format or self.ctx.source.declared_columns(unit) is not None:
+                continue
+            with contextlib.suppress(ChuteError):
+                per_file.append(self.infer(unit, INFER_MORE_ROWS))
+        merged = union_columns(self.ctx.target.engine, per_file)
+        for c in merged:
+            if c.name not in {f.name for f in columns}:
+                self.ctx.report.notes.append(f"column {c.name} {c.type}: a field of later files, not of {first.key}")
+        return merged
 
     def _inferred_ddl(self, unit: Unit, columns: list[Column]) -> str:
         """CREATE TABLE for the columns inferred from `unit`, with provenance and types the target has."""
@@ -249,7 +283,7 @@ class TableSetup:
             if why and c.name not in PROVENANCE_NAMES | self.ctx.extra_names:
                 inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
                 self.ctx.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
-            adapted.append(Column(c.name, type_sql))
+            adapted.append(Column(c.name, type_sql, comment=c.comment))
         return adapted
 
     def head(self, unit: Unit) -> Head:

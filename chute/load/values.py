@@ -71,7 +71,7 @@ class FastRead:
     """SQL of the value that never fails: the column's NULL or default where the text does not fit."""
 
 
-def fast_read(name: str, type_sql: str, json: bool) -> FastRead | None:
+def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "") -> FastRead | None:
     """How the fast path reads a checked column of a text file, or None to read it as its own type.
 
     A value that does not fit makes the SELECT fail, which sends the file to the careful
@@ -80,7 +80,12 @@ def fast_read(name: str, type_sql: str, json: bool) -> FastRead | None:
     `""`); the rest are read as text. Text that is missing (JSON: no key or null;
     CSV/TSV: an empty field) keeps the column's NULL or default, as the engine's own
     parser would give it.
+
+    A `null_marker` (a Nullable column of a CSV/TSV file, see schema.NULL_MARKERS) is read as
+    text whatever the type: the marker is NULL, every other value is converted and checked.
     """
+    if null_marker and not json:
+        return _marker_read(name, type_sql, null_marker)
     if not checked(type_sql) or type_sql.startswith("LowCardinality("):
         return None
     inner, nullable = strip_wrappers(type_sql)
@@ -180,6 +185,24 @@ def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
         in_range = f"toUnixTimestamp64Second({ident}) BETWEEN 0 AND 4294967295"
         return wrapped(f"DateTime64(0{tz_arg})", f"if({in_range}, toDateTime({ident}{tz_arg}), NULL)")
     return None
+
+
+def _marker_read(name: str, type_sql: str, marker: str) -> FastRead | None:
+    """A Nullable column whose NULL is written `marker`: read as text, the marker NULL, the rest
+    converted exactly (None for types without a check: read as they are, the marker then fails)."""
+    text = f"nullIf({quote_ident(name)}, {quote_str(marker)})"
+    inner, _ = strip_wrappers(type_sql)
+    conv = conversion(text, type_sql)
+    if conv is None or inner == "String":
+        return None
+    fits = f"bitOr(empty(ifNull({text}, '')), isNotNull({conv}))"
+    checked_value = f"if(throwIf({fits} = 0, 'a value does not fit its column') = 0, {conv}, NULL)"
+    return FastRead(
+        "Nullable(String)",
+        f"CAST({checked_value}, {quote_str(type_sql)})",
+        f"({fits} != 0)",
+        f"CAST(if({fits}, {conv}, NULL), {quote_str(type_sql)})",
+    )
 
 
 def conversion(text: str, type_sql: str) -> str | None:
