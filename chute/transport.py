@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import select
+import socket
 import ssl
 import threading
 import time
@@ -98,6 +99,15 @@ connection the server is closing would fail."""
 CONNECT_SECONDS = 10.0
 
 
+def _readable(sock: socket.socket) -> bool:
+    """Whether a socket has something to read (or was closed) right now. poll, not select:
+    select() refuses descriptors past 1023, which a long-lived process (a scheduler's
+    worker, a test run) reaches."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))
+
+
 class HttpClient:
     """Statements and inserts over ClickHouse's HTTP interface.
 
@@ -146,7 +156,7 @@ class HttpClient:
                 conn, since = self._idle.pop()
             sock = conn.sock
             # Readable while idle means the server closed it (or sent something unasked).
-            if now - since < IDLE_SECONDS and sock is not None and not select.select([sock], [], [], 0)[0]:
+            if now - since < IDLE_SECONDS and sock is not None and not _readable(sock):
                 return conn
             conn.close()
         if self._tls is not None:

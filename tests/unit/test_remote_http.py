@@ -72,3 +72,27 @@ def test_etags_and_http_dates() -> None:
     assert etag('"abc"') == "abc" and etag('W/"abc"') == "W/abc" and etag(None) == "" and etag(" x ") == "x"
     assert http_date_ns("Wed, 21 Oct 2015 07:28:00 GMT") == 1445412480 * 10**9
     assert http_date_ns("not a date") == 0 and http_date_ns(None) == 0
+
+
+def test_an_idle_connection_is_checked_past_descriptor_1023() -> None:
+    """A long-lived process holds many descriptors: select() refuses one past 1023, poll does not."""
+    import os
+    import resource
+    import socket
+
+    from chute.transport import _readable
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip("the descriptor limit is below 1200")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    a, b = socket.socketpair()
+    try:
+        assert a.fileno() > 1023
+        assert not _readable(a)  # idle and open: reusable
+        b.close()
+        assert _readable(a)  # closed by the other end: not reused
+    finally:
+        a.close()
+        for fd in held:
+            os.close(fd)
