@@ -159,19 +159,23 @@ class NullSearches:
         return held
 
 
-BLANK_LINE_STARTS = (b"\n\n", b"\n\r\n", b"\n ", b"\n\t", b"\n\r")
 BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+LINE_CARRY = 4096
+"""Bytes of a read's last line carried into the next read, so a blank line across two reads is seen."""
 
 
 def blank_line_in(path: str, start: int, end: int) -> bool:
     """Whether bytes [start, end) of a file hold a blank (or whitespace-only) line.
 
     The engine's JSON-lines reader skips such lines without counting them, so the
-    rows after one would be numbered by record, not by line. The search runs at
-    memchr speed: a line starting with a space, tab or CR is rare in JSON lines,
-    and only there is the line looked at whole.
+    rows after one would be numbered by record, not by line. numpy finds the line
+    starts whose first byte is a line break, space, tab or CR (rare in JSON lines:
+    0.3 ms per MB); only a read with such a line start is searched with the
+    regular expression.
     """
-    carry = b"\n"  # the start of the range counts as a line start
+    import numpy as np
+
+    carry = b"\n"  # the start of the range starts a line
     with open(path, "rb", buffering=0) as fh:
         fh.seek(start)
         pos = start
@@ -180,10 +184,39 @@ def blank_line_in(path: str, start: int, end: int) -> bool:
             if not got:
                 break
             buffer = carry + got
-            if any(buffer.find(s) >= 0 for s in BLANK_LINE_STARTS) and BLANK_LINE.search(buffer):
-                return True
+            array = np.frombuffer(buffer, dtype=np.uint8)
+            breaks = np.flatnonzero(array == 10)
+            if breaks.size:
+                after = breaks[breaks + 1 < len(buffer)] + 1
+                first = array[after]
+                starts_blank = bool(np.any((first == 10) | (first == 13) | (first == 32) | (first == 9)))
+                if starts_blank and BLANK_LINE.search(buffer):
+                    return True
+                tail = int(breaks[-1])
+                carry = buffer[tail:] if len(buffer) - tail <= LINE_CARRY else b"x"
+            else:
+                carry = b"x"
             pos += len(got)
-            # A whitespace line across two reads is seen: carry the last line's start on.
-            tail = buffer.rfind(b"\n")
-            carry = buffer[tail:] if tail >= 0 and len(buffer) - tail <= 4096 else b"x"
     return False
+
+
+class BlankLineSearch:
+    """`blank_line_in` over some places, in a thread of its own while the engine reads them."""
+
+    def __init__(self, places: list[tuple[str, int, int]]) -> None:
+        self.found = False
+        self._thread = threading.Thread(target=self._run, args=(places,), name="chute-blank-lines", daemon=True)
+        self._thread.start()
+
+    def _run(self, places: list[tuple[str, int, int]]) -> None:
+        for path, start, end in places:
+            try:
+                if blank_line_in(path, start, end):
+                    self.found = True
+                    return
+            except OSError:
+                continue  # (the unchanged check says what happened to the file)
+
+    def blank(self) -> bool:
+        self._thread.join()
+        return self.found

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
 from chute.load.context import LoadContext
 from chute.load.values import strip_wrappers
-from chute.nullcheck import CHECKED_FORMATS, NullsInFile, Place, blank_line_in, scalar_type
+from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import CommitCheck
 from chute.units import Unit
@@ -48,7 +48,9 @@ class Commit:
     def unchanged_check(
         self, batch: list[Unit], fix_rows: bool = False, null_check_off: bool = False, by_line: bool = False
     ) -> CommitCheck:
-        """The checks before a batch commits; `by_line`: its rows are numbered by line already."""
+        """The checks before a batch commits; `by_line`: its rows are numbered by line already.
+        The search for blank lines starts now, while the engine reads the batch."""
+        blank_lines = None if by_line else self.blank_line_search(batch)
 
         def check(stage: TableName | None, _counts: dict[str, int]) -> None:
             for unit in batch:
@@ -57,10 +59,10 @@ class Commit:
             nulls = self.nulls_read_with_check_off(batch, null_check_off)
             if nulls is not None:
                 raise nulls
-            if not by_line:
-                self.blank_lines_check(batch)
-                if stage is not None:
-                    self.open_quote_check(stage, batch)
+            if blank_lines is not None and blank_lines.blank():
+                raise BlankLines(f"{batch[0].key}: blank lines; rows numbered by line in a careful pass")
+            if not by_line and stage is not None:
+                self.open_quote_check(stage, batch)
             if fix_rows and stage is not None:
                 for unit in batch:
                     self.fix_row_numbers(stage, unit)
@@ -99,22 +101,19 @@ class Commit:
             return
         raise RowNumbersOff(f"{unit.key}: row numbers from the parallel parser are not 1..{n}")
 
-    def blank_lines_check(self, batch: list[Unit]) -> None:
-        """BlankLines for a local uncompressed JSON-lines unit that has a blank line: its
-        `_source_row` must be the line number, as in the rejects (the engine counts records).
-        Compressed and remote files are not searched (docs/loading.md)."""
+    def blank_line_search(self, batch: list[Unit]) -> BlankLineSearch | None:
+        """A search of the batch's local uncompressed JSON-lines bytes for blank lines: the engine
+        numbers rows by record, so a file with one takes the careful pass (BlankLines), which
+        numbers them by line, as in the rejects. Compressed and remote files are not searched
+        (docs/loading.md)."""
         if not self.ctx.fill_provenance:
-            return
+            return None
+        places = []
         for unit in batch:
             path = unit.origin or unit.key
-            if unit.fmt.format != "JSONEachRow" or unit.fmt.compression != "none" or "://" in path:
-                continue
-            try:
-                blank = blank_line_in(path, unit.start, unit.end if unit.is_range else unit.size)
-            except OSError:
-                continue  # the unchanged check above has looked at the file just now
-            if blank:
-                raise BlankLines(f"{unit.key}: blank lines; rows numbered by line in a careful pass")
+            if unit.fmt.format == "JSONEachRow" and unit.fmt.compression == "none" and "://" not in path:
+                places.append((path, unit.start, unit.end if unit.is_range else unit.size))
+        return BlankLineSearch(places) if places else None
 
     def open_quote_check(self, stage: TableName, batch: list[Unit]) -> None:
         """OpenQuote for a CSV unit whose last record ran to the end of the file in a quote.
