@@ -129,11 +129,17 @@ class Commit:
         if not ctx.fill_provenance or not texts or not units:
             return
         names = ", ".join(quote_str(n) for n in units)
-        multiline = " OR ".join(f"position({quote_ident(n)}, '\n') > 0" for n in texts)
-        found = ctx.target.rows(
-            f"SELECT DISTINCT _source AS s FROM {stage.sql} WHERE ({multiline}) AND (_source, _source_row) IN "
-            f"(SELECT _source, max(_source_row) FROM {stage.sql} WHERE _source IN ({names}) GROUP BY _source)"
+        last = ctx.target.rows(
+            f"SELECT _source AS s, max(_source_row) AS r FROM {stage.sql} WHERE _source IN ({names}) GROUP BY _source"
         )
+        if not last:
+            return
+        rows = ", ".join(str(int(got["r"])) for got in last)
+        pairs = ", ".join(f"({quote_str(str(got['s']))}, {int(got['r'])})" for got in last)
+        multiline = " OR ".join(f"position({quote_ident(n)}, '\\n') > 0" for n in texts)
+        # PREWHERE on the row number: the text columns are read for the last rows alone.
+        where = f"PREWHERE _source_row IN ({rows}) WHERE (_source, _source_row) IN ({pairs}) AND ({multiline})"
+        found = ctx.target.rows(f"SELECT DISTINCT _source AS s FROM {stage.sql} {where}") if ctx.info.stageable else []
         for got in found:
             unit = units[str(got["s"])]
             lines = ctx.source.table_expression(unit, "line String", "LineAsString")
