@@ -13,10 +13,12 @@ from chute.load.careful import CheckedRows, check_delimited, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
 from chute.load.outcome import Plan, done, fail
-from chute.load.reads import Reads
+from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
+from chute.load.values import binary_read, strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
+from chute.sql import quote_ident, quote_str
 from chute.units import Unit
 
 
@@ -36,6 +38,9 @@ class CarefulPass:
     def run(self, unit: Unit, plan: Plan) -> None:
         """Load the good rows of `unit`; keep every bad one in the rejects table."""
         ctx = self.ctx
+        if not unit.fmt.is_text:
+            self._run_typed(unit, plan)
+            return
         checked = self._checked(unit)
         try:
             ctx.rejects.ensure()
@@ -97,3 +102,79 @@ class CarefulPass:
             context=unit.key,
             before_commit=self.commit.unchanged_check([unit], by_line=True),
         )
+
+    # -- typed files (Parquet, ORC, Arrow, Native) ----------------------------
+
+    def _run_typed(self, unit: Unit, plan: Plan) -> None:
+        """A typed file with values that do not fit their columns (chute.load.values.binary_read):
+        the rows whose values fit load; the others go to the rejects table, each with its
+        values as a JSON object and the first column that does not fit. Two reads of the
+        file, nothing held in memory: the rows are told apart by the same check."""
+        ctx = self.ctx
+        read_as, _, fits = self.reads._typed_columns(unit, flag_unfit=True)
+        row = self.reads.row_number(unit, parallel=False)
+        settings: dict[str, str | int | float] = {
+            "max_threads": 1,
+            "prefer_column_name_to_alias": 1,
+            "enable_optimize_predicate_expression": 0,
+        }
+        table = ctx.source.table_expression(unit, structure(read_as), ctx.format_name(unit))
+        reasons = self._typed_reasons(unit, read_as)
+        raw = f"formatRowNoNewline('JSONEachRow', {', '.join(quote_ident(c.name) for c in read_as)})"
+        # Numbered before the filter (rowNumberInAllBlocks() counts the rows it sees).
+        bad = (
+            f"SELECT row, raw, reason FROM (SELECT ({row}) AS row, {raw} AS raw, {reasons} AS reason, "
+            f"{' AND '.join(fits) or '1'} AS fits FROM {table}) WHERE NOT fits"
+        )
+        counted = ctx.target.engine.rows(
+            f"SELECT count() AS n, countIf(NOT ({' AND '.join(fits) or '1'})) AS bad FROM {table}",
+            settings,
+            context=f"{unit.key}: checking values",
+        )[0]
+        total, rejected = int(counted["n"]), int(counted["bad"])
+        ctx.rejects.ensure()
+        ctx.rejects.clear(unit.key)
+        if rejected:
+            types = ctx.rejects.types()
+            ctx.target.write_batch(
+                ctx.rejects.name,
+                REJECT_COLUMNS,
+                [
+                    f"SELECT CAST({quote_str(unit.source_name)}, {quote_str(types['_source'])}) AS _source, "
+                    f"CAST(row, {quote_str(types['_source_row'])}) AS _source_row, raw, "
+                    "ifNull(reason, 'a value does not fit the table') AS error, "
+                    f"CAST({quote_str(ctx.load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
+                    f"CAST(now64(3), {quote_str(types['at'])}) AS at FROM ({bad})"
+                ],
+                settings,
+                count_by_source=False,
+                context=f"{unit.key}: writing rejects",
+            )
+        over = ErrorBudget.parse(ctx.opts.max_errors).over(rejected, total)
+        if over is not None:
+            fail(ctx, unit, f"{unit.key}: {over}; nothing of the file was loaded (see table {ctx.rejects.name})", plan)
+            return
+        good = f"SELECT * FROM ({self.reads.select_sql([unit], flag_unfit=True)}) WHERE _source_row < {UNFIT_ROW}"
+        counts = ctx.target.write_batch(
+            ctx.table,
+            ctx.insert_columns(),
+            [good],
+            settings,
+            count_by_source=False,
+            context=unit.key,
+            before_commit=self.commit.unchanged_check([unit], by_line=True),
+        )
+        done(ctx, [unit], plan, rows={unit.key: sum(counts.values())}, rejected={unit.key: rejected})
+
+    def _typed_reasons(self, unit: Unit, read_as: list[Column]) -> str:
+        """Why a row of a typed file does not fit: the first column whose value does not."""
+        parts = []
+        for column, read in zip(self.ctx.input_columns(), read_as, strict=True):
+            fast = binary_read(column.name, column.type, unit.fmt.format)
+            if fast is None:
+                continue
+            shown = f"substring(toString({quote_ident(read.name)}), 1, 200)"
+            fit = quote_str(" does not fit " + strip_wrappers(column.type)[0])
+            message = f"concat({quote_str(f'column {column.name}: ')}, {shown}, {fit})"
+            parts.append(f"NOT {fast.fits}, {message}")
+        return f"multiIf({', '.join(parts)}, 'a value does not fit the table')" if parts else "''"

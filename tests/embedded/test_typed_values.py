@@ -3,8 +3,9 @@
 Read straight into the table's types, the engine wraps integers (an Int64
 5000000000 into UInt32 is 705032704), drops decimal digits, makes 1e39 a Float32
 inf and clamps dates and times to the type's range. chute reads such columns
-wide and casts exactly: a value that does not fit fails the file with the
-column's name; clean files load exactly as the engine's own read gives them.
+wide and casts exactly: a row with a value that does not fit is a rejected row
+with the column's name and the rows whose values fit load; clean files load exactly
+as the engine's own read gives them.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _write(engine_dir: Path, path: Path, select: str, fmt: str) -> None:
 
 @pytest.mark.parametrize("fmt", ["Parquet", "Native"])
 @pytest.mark.parametrize("column_type,value", UNFIT, ids=[f"{t}-{v}" for t, v in UNFIT])
-def test_a_value_that_does_not_fit_fails_the_file_naming_the_column(
+def test_a_value_that_does_not_fit_is_a_rejected_row_naming_the_column(
     tmp_path: Path, fmt: str, column_type: str, value: str
 ) -> None:
     data = tmp_path / "in"
@@ -60,25 +61,39 @@ def test_a_value_that_does_not_fit_fails_the_file_naming_the_column(
     _write(tmp_path / "writer", path, f"SELECT number AS id, if(number = 1, {value}, NULL) AS v FROM numbers(3)", fmt)
     dest = str(tmp_path / "db")
     engine = open_engine(dest)
-    columns = f"id UInt64, v Nullable({column_type}), {PROVENANCE}"
-    engine.execute(f"CREATE TABLE t ({columns}) ENGINE = MergeTree ORDER BY id")
+    engine.execute(
+        f"CREATE TABLE t (id UInt64, v Nullable({column_type}), {PROVENANCE}) ENGINE = MergeTree ORDER BY id"
+    )
     engine.close()
 
     report = chute.load([str(path)], table="t", target=dest)
-    assert not report.ok and report.rows_loaded == 0
-    assert [f.state for f in report.files] == ["failed"]
-    error = report.files[0].error
-    assert f"column v: a value does not fit {column_type.split('(')[0]}" in error
-    assert "while executing" not in error
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 1), report.files
     engine = open_engine(dest)
-    assert engine.rows("SELECT count() AS n FROM t")[0]["n"] == 0
-
-    # The ledger did not mark it done: the same file, fixed, loads.
-    path.unlink()
-    _write(tmp_path / "writer2", path, "SELECT number AS id, NULL::Nullable(Int8) AS v FROM numbers(3)", fmt)
+    assert engine.rows("SELECT id, v, _source_row FROM t ORDER BY id") == [
+        {"id": 0, "v": None, "_source_row": 1},
+        {"id": 2, "v": None, "_source_row": 3},
+    ]
+    rejects = engine.rows("SELECT _source_row, raw, error FROM t_rejects")
+    assert len(rejects) == 1 and rejects[0]["_source_row"] == 2
+    assert rejects[0]["error"].startswith("column v: ") and column_type.split("(")[0] in rejects[0]["error"]
+    assert rejects[0]["raw"].startswith('{"id":1,"v":')
     engine.close()
+
+
+def test_a_typed_file_whose_rows_all_do_not_fit_fails_and_loads_once_fixed(tmp_path: Path) -> None:
+    path = tmp_path / "a.parquet"
+    _write(tmp_path / "writer", path, "SELECT number AS id, toInt64(-1 - number) AS v FROM numbers(5)", "Parquet")
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute(f"CREATE TABLE t (id UInt64, v UInt32, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    engine.close()
+    report = chute.load([str(path)], table="t", target=dest)
+    assert not report.ok and report.rows_loaded == 0 and [f.state for f in report.files] == ["failed"]
+    assert "all 5 rows rejected" in report.files[0].error
+    path.unlink()
+    _write(tmp_path / "writer2", path, "SELECT number AS id, toInt64(number) AS v FROM numbers(5)", "Parquet")
     again = chute.load([str(path)], table="t", target=dest)
-    assert again.ok and again.rows_loaded == 3
+    assert again.ok and again.rows_loaded == 5
 
 
 CLEAN = (
