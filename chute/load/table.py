@@ -196,6 +196,9 @@ class TableSetup:
         (INFER_MORE_ROWS rows of each), as one list (schema.union_columns): a field that appears
         only in later files is a column too. A file that cannot be read here is left to its load."""
         per_file = [columns]
+        # Byte ranges of a big file are not files of their own: read without its header they
+        # would name their fields c1, c2, ...
+        rest = [u for u in rest if not u.is_range]
         for index in spread(len(rest), INFER_FILES - 1)[: INFER_FILES - 1]:
             unit = rest[index]
             if unit.fmt.format != first.fmt.format or self.ctx.source.declared_columns(unit) is not None:
