@@ -125,8 +125,7 @@ class Commit:
         """
         ctx = self.ctx
         texts = [c.name for c in ctx.input_columns() if strip_wrappers(c.type)[0] == "String"]
-        # (a byte range ends where the splitter, reading the quotes, saw a record end)
-        units = {u.source_name: u for u in batch if u.fmt.format == "CSV" and not u.is_range}
+        units = {u.source_name: u for u in batch if u.fmt.format == "CSV"}
         if not ctx.fill_provenance or not texts or not units:
             return
         names = ", ".join(quote_str(n) for n in units)
