@@ -111,7 +111,7 @@ class CarefulPass:
         values as a JSON object and the first column that does not fit. Two reads of the
         file, nothing held in memory: the rows are told apart by the same check."""
         ctx = self.ctx
-        read_as, _, fits = self.reads._typed_columns(unit, flag_unfit=True)
+        read_as, _, fits = self.reads.typed_columns(unit, flag_unfit=True)
         row = self.reads.row_number(unit, parallel=False)
         settings: dict[str, str | int | float] = {
             "max_threads": 1,

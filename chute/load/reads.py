@@ -123,7 +123,7 @@ class Reads:
         `flag_unfit` (one unit), a row whose values do not fit its columns is kept, not
         refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass)."""
         unit = units[0]
-        read_as, exprs, fits = self._typed_columns(unit, flag_unfit)
+        read_as, exprs, fits = self.typed_columns(unit, flag_unfit)
         fmt_name = fmt_name or self.ctx.format_name(unit)
         row = row_expression or self.row_number(unit, parallel, block)
         if flag_unfit and fits:
@@ -146,7 +146,7 @@ class Reads:
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
-    def _typed_columns(self, unit: Unit, flag_unfit: bool = False) -> tuple[list[Column], list[str], list[str]]:
+    def typed_columns(self, unit: Unit, flag_unfit: bool = False) -> tuple[list[Column], list[str], list[str]]:
         """The structure to read the input with, the SELECT's column expressions, and (with
         `flag_unfit`: expressions that never fail) the conditions that the values fit."""
         inputs = self.ctx.input_columns()
