@@ -226,8 +226,9 @@ def with_null_markers(
 
 def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:
     """The columns of several files in one list: every name in the order first seen; a type
-    that differs between files as the engine's common type of the two (String where there is
-    none); a column some files lack, Nullable (their rows hold no value for it)."""
+    that differs between files as the engine's common type of the two (the first file's type
+    where there is none: a later file's `"oops"` in a number column is a rejected row, it does
+    not make the column text); a column some files lack, Nullable (their rows hold no value for it)."""
     merged: dict[str, Column] = {}
     seen_in: dict[str, int] = {}
     for columns in per_file:
@@ -248,6 +249,7 @@ def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Colu
 
 
 def _common_type(engine: Engine, a: str, b: str) -> str:
+    """The engine's common type of `a` and `b`; `a` where they have none."""
     try:
         rows = engine.rows(
             f"SELECT toTypeName(if(rand() > 0, defaultValueOfTypeName({quote_str(a)}), "
@@ -256,8 +258,8 @@ def _common_type(engine: Engine, a: str, b: str) -> str:
             context="the common type of a column's inferred types",
         )
         return str(rows[0]["t"])
-    except ChuteError:  # no common type (a number and a date): text holds both
-        return "Nullable(String)" if "Nullable(" in a + b else "String"
+    except ChuteError:  # no common type (a number and a date)
+        return nullable(a) if "Nullable(" in b else a
 
 
 INFER_FILES = 8

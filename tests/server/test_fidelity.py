@@ -256,8 +256,13 @@ def test_parquet_dates_into_the_18_16_server(tmp_path: Path, server_url: str, en
         [str(i), str(n)] for i, n in enumerate(days)
     ]
     late = chute.load([str(tmp_path / "late" / "b.parquet")], table="t", target=server_url)
-    assert late.files[0].state == "failed" and "Date" in late.files[0].error
-    assert rows(server_url, "SELECT count() FROM t") == [["3"]]  # nothing clamped in
+    # Dates the column cannot hold are rejected rows, never clamped; the date that fits loads.
+    assert late.ok and (late.rows_loaded, late.rows_rejected) == (1, 2), late.files
+    assert rows(server_url, "SELECT count() FROM t") == [["4"]]
+    assert rows(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row") == [
+        ["2", "column d: 1969-12-31 does not fit Date"],
+        ["3", "column d: 2200-01-01 does not fit Date"],
+    ]
 
 
 # -- 6. Parquet nullability ------------------------------------------------------------------
