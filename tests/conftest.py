@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,21 @@ def _require_server() -> bool:
     return os.environ.get("CHUTE_REQUIRE_SERVER", "") == "1"
 
 
-@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `pytest -n N`, each test module runs in one process, so its servers start once,
+    and every `test_cluster*` module in the same one, so one cluster serves them all.
+
+    (pytest-xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "cluster" if Path(module).name.startswith("test_cluster") else module
+
+    return ByModule(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its folder's tier; skip server tests when there is no server."""
     here = Path(__file__).parent
@@ -47,10 +62,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
         if tier == "server" and not servers.available() and not _require_server():
             item.add_marker(skip_server)
-        # Under `pytest -n N --dist loadgroup` a group runs in one process: a module's
-        # fixtures (its servers) start once, and the one cluster serves every cluster test.
-        group = "cluster" if item.get_closest_marker("cluster") else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture()
