@@ -1,0 +1,69 @@
+"""Exact conversions of a database column's text: the value its column holds, or NULL where it would change.
+
+The engine's PostgreSQL and MySQL readers change some values without a word
+(measured on chDB 26.9): MySQL's zero dates ('0000-00-00 00:00:00') become
+1970-01-01 and an invalid date ('2024-02-30', allowed by ALLOW_INVALID_DATES)
+rolls over into March; PostgreSQL's NaN numeric is NULL, a numeric without
+precision loses digits past 19 decimals (or is NULL past 19 whole digits),
+dates BC lose their era, and 'infinity' fails the whole read. So these columns
+are read as the text the server writes and converted here, in SQL the engine
+runs over the whole column: a value whose conversion does not give back its
+text is NULL, and its row a reject with a reason (chute.load.careful_pass).
+
+Each function takes `t`, SQL of the text (a String column), and gives SQL of
+the value in the column's type, NULL where it does not fit exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from chute.sql import quote_str
+
+
+def temporal(t: str, inner: str, zone: str, offset: bool = False) -> str | None:
+    """Date, Date32, DateTime or DateTime64 `inner` (of zone 'UTC') from text written in `zone`:
+    'YYYY-MM-DD' or 'YYYY-MM-DD hh:mm:ss[.fraction]', and with `offset` (PostgreSQL's timestamptz)
+    a UTC offset after it. The value must print back as the text (the fraction padded with zeros)."""
+    z = quote_str(zone)
+    if inner in ("Date", "Date32"):
+        value = f"to{inner}OrNull({t})"
+        return f"if(toString({value}) = {t}, {value}, NULL)"
+    stamp = re.fullmatch(r"DateTime(?:64\((\d+)(?:,.*)?\))?(?:\(.*\))?", inner)
+    if stamp is None:
+        return None
+    precision = int(stamp.group(1)) if stamp.group(1) else 0
+    wall = t
+    if offset:
+        # '2024-01-01 00:00:01.5+05:30': the offset is the sign after the clock (20th character on).
+        sign = f"greatest(position({t}, '+', 20), position({t}, '-', 20))"
+        wall = f"substring({t}, 1, if({sign} > 0, {sign} - 1, length({t})))"
+        # The offset decides the instant (the same wall clock comes twice when clocks go back).
+        parsed = f"parseDateTime64BestEffortOrNull({t}, {precision}, {z})"
+    else:
+        parsed = f"toDateTime64OrNull({wall}, {precision}, {z})"
+    if precision:
+        # PostgreSQL drops the fraction's trailing zeros; MySQL writes all of them.
+        zeros = "0" * precision
+        shown = f"if(length({wall}) = 19, concat({wall}, '.{zeros}'), rightPad({wall}, {20 + precision}, '0'))"
+    else:
+        shown = wall
+    target = f"DateTime64({precision}, 'UTC')" if inner.startswith("DateTime64") else "DateTime('UTC')"
+    value = f"CAST({parsed}, {quote_str('Nullable(' + target + ')')})"
+    same = f"toString(toTimeZone({value}, {z})) = {shown}"
+    if offset:
+        same = f"{same} AND NOT endsWith({t}, 'BC')"  # '0044-03-15 12:00:00+00 BC': the era comes last
+    return f"if({same}, {value}, NULL)"
+
+
+def decimal(t: str, inner: str) -> str:
+    """Decimal(P, S) from a number's text: NULL for NaN and infinities, more than P - S whole digits,
+    or digits past the scale that are not zeros (a numeric without precision, read as Decimal(38, 19))."""
+    numbers = re.findall(r"\d+", inner)
+    scale = int(numbers[1]) if len(numbers) >= 2 else 0
+    value = f"accurateCastOrNull({t}, {quote_str(inner)})"
+    point = f"position({t}, '.')"
+    pattern = quote_str("\\.[0-9]{" + str(scale) + "}[0-9]*[1-9]")
+    # AND is lazy: the pattern runs only on text with more digits after the point than the scale.
+    extra = f"{point} > 0 AND length({t}) - {point} > {scale} AND match({t}, {pattern})"
+    return f"if({extra}, NULL, {value})"
