@@ -21,38 +21,37 @@ import re
 from chute.sql import quote_str
 
 
-def temporal(t: str, inner: str, zone: str, offset: bool = False) -> str | None:
+def temporal(t: str, inner: str, zone: str, pg: bool, offset: bool = False) -> str | None:
     """Date, Date32, DateTime or DateTime64 `inner` (of zone 'UTC') from text written in `zone`:
-    'YYYY-MM-DD' or 'YYYY-MM-DD hh:mm:ss[.fraction]', and with `offset` (PostgreSQL's timestamptz)
-    a UTC offset after it. The value must print back as the text (the fraction padded with zeros)."""
+    'YYYY-MM-DD' or 'YYYY-MM-DD hh:mm:ss[.fraction]' (`pg`: PostgreSQL's, which may end in ' BC' or
+    be 'infinity'), and with `offset` (timestamptz) a UTC offset after the clock.
+
+    The parsers roll an invalid day over ('2024-02-30' is March 1st, '0000-00-00' 1970-01-01), so
+    the parsed date must print back as the text's date (a roundtrip of the whole text costs three
+    times the parse; the clock and fraction the servers write are always valid). PostgreSQL's
+    dates are valid: there the checks are a four-digit year, no era and the parse itself.
+    """
     z = quote_str(zone)
+    era = f" AND NOT endsWith({t}, 'BC')" if pg else ""
     if inner in ("Date", "Date32"):
         value = f"to{inner}OrNull({t})"
-        return f"if(toString({value}) = {t}, {value}, NULL)"
+        return f"if(toString({value}) = {t}{era}, {value}, NULL)"
     stamp = re.fullmatch(r"DateTime(?:64\((\d+)(?:,.*)?\))?(?:\(.*\))?", inner)
     if stamp is None:
         return None
     precision = int(stamp.group(1)) if stamp.group(1) else 0
-    wall = t
+    target = f"DateTime64({precision}, 'UTC')" if inner.startswith("DateTime64") else "DateTime('UTC')"
     if offset:
-        # '2024-01-01 00:00:01.5+05:30': the offset is the sign after the clock (20th character on).
-        sign = f"greatest(position({t}, '+', 20), position({t}, '-', 20))"
-        wall = f"substring({t}, 1, if({sign} > 0, {sign} - 1, length({t})))"
         # The offset decides the instant (the same wall clock comes twice when clocks go back).
         parsed = f"parseDateTime64BestEffortOrNull({t}, {precision}, {z})"
+        same = f"substring({t}, 5, 1) = '-'{era}"  # a year of four digits
     else:
-        parsed = f"toDateTime64OrNull({wall}, {precision}, {z})"
-    if precision:
-        # PostgreSQL drops the fraction's trailing zeros; MySQL writes all of them.
-        zeros = "0" * precision
-        shown = f"if(length({wall}) = 19, concat({wall}, '.{zeros}'), rightPad({wall}, {20 + precision}, '0'))"
-    else:
-        shown = wall
-    target = f"DateTime64({precision}, 'UTC')" if inner.startswith("DateTime64") else "DateTime('UTC')"
+        parsed = f"toDateTime64OrNull({t}, {precision}, {z})"
+        same = f"toString(toDate32({parsed})) = substring({t}, 1, 10){era}"
     value = f"CAST({parsed}, {quote_str('Nullable(' + target + ')')})"
-    same = f"toString(toTimeZone({value}, {z})) = {shown}"
-    if offset:
-        same = f"{same} AND NOT endsWith({t}, 'BC')"  # '0044-03-15 12:00:00+00 BC': the era comes last
+    if target.startswith("DateTime("):
+        # DateTime holds 1970 to 2106: past that the cast would wrap.
+        same += f" AND toUnixTimestamp64Second({parsed}) BETWEEN 0 AND 4294967295"
     return f"if({same}, {value}, NULL)"
 
 

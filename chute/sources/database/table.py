@@ -236,7 +236,8 @@ class DatabaseTable:
             elif kind == "timestamp" and self.server_zone:
                 wall_zone = self.server_zone
             zone = wall_zone if kind in ("timestamp with time zone", "timestamp") else ""
-            exact = temporal(ident, split_nullable(utc_type)[1], wall_zone, pg and kind == "timestamp with time zone")
+            offset = pg and kind == "timestamp with time zone"
+            exact = temporal(ident, split_nullable(utc_type)[1], wall_zone, pg, offset)
             if wall_zone == self.zone:
                 return SourceColumn(name, raw, utc_type, f"CAST({ident}, {quote_str(utc_type)})", zone, exact or "")
             text = f"toString({ident})"
@@ -247,7 +248,7 @@ class DatabaseTable:
             )
             return SourceColumn(name, raw, utc_type, f"CAST({parse}, {quote_str(utc_type)})", zone, exact or "")
         if inner in ("Date", "Date32"):
-            return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC") or "")
+            return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC", pg) or "")
         if inner.startswith("Decimal"):
             return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner))
         return SourceColumn(name, raw, raw, ident)
