@@ -41,7 +41,11 @@ def temporal(t: str, inner: str, zone: str, pg: bool, offset: bool = False) -> s
         return None
     precision = int(stamp.group(1)) if stamp.group(1) else 0
     target = f"DateTime64({precision}, 'UTC')" if inner.startswith("DateTime64") else "DateTime('UTC')"
-    if offset:
+    if offset and zone == "UTC":
+        # Written in UTC: every value ends in '+00' (a BC one in ' BC'); the clock before it is parsed.
+        parsed = f"toDateTime64OrNull(substring({t}, 1, length({t}) - 3), {precision}, 'UTC')"
+        same = f"endsWith({t}, '+00') AND substring({t}, 5, 1) = '-'"  # a year of four digits
+    elif offset:
         # The offset decides the instant (the same wall clock comes twice when clocks go back).
         parsed = f"parseDateTime64BestEffortOrNull({t}, {precision}, {z})"
         same = f"substring({t}, 5, 1) = '-'{era}"  # a year of four digits
@@ -55,12 +59,16 @@ def temporal(t: str, inner: str, zone: str, pg: bool, offset: bool = False) -> s
     return f"if({same}, {value}, NULL)"
 
 
-def decimal(t: str, inner: str) -> str:
+def decimal(t: str, inner: str, free: bool) -> str:
     """Decimal(P, S) from a number's text: NULL for NaN and infinities, more than P - S whole digits,
-    or digits past the scale that are not zeros (a numeric without precision, read as Decimal(38, 19))."""
+    and (`free`: a PostgreSQL numeric without precision, read as Decimal(38, 19)) digits past the
+    scale that are not zeros. A column declared with its scale is written with exactly that many
+    digits after the point: no pattern runs on its values."""
+    value = f"accurateCastOrNull({t}, {quote_str(inner)})"
+    if not free:
+        return value
     numbers = re.findall(r"\d+", inner)
     scale = int(numbers[1]) if len(numbers) >= 2 else 0
-    value = f"accurateCastOrNull({t}, {quote_str(inner)})"
     point = f"position({t}, '.')"
     pattern = quote_str("\\.[0-9]{" + str(scale) + "}[0-9]*[1-9]")
     # AND is lazy: the pattern runs only on text with more digits after the point than the scale.

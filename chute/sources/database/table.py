@@ -180,7 +180,9 @@ class DatabaseTable:
         if u.dialect == "postgresql":
             same = f"table_schema = {pg_str(u.schema)} AND table_name = {pg_str(u.table)}"
             query = (
-                f"SELECT 'type:' || column_name AS id, 'type' AS k, column_name::text AS c, data_type::text AS v "
+                "SELECT 'type:' || column_name AS id, 'type' AS k, column_name::text AS c, "
+                "CASE WHEN data_type = 'numeric' AND numeric_scale IS NULL THEN 'numeric free' "
+                "ELSE data_type::text END AS v "
                 f"FROM information_schema.columns WHERE {same} "
                 "UNION ALL SELECT 'key:' || column_name, 'key', column_name::text, ordinal_position::text "
                 f"FROM information_schema.key_column_usage WHERE {same} AND constraint_name IN ("
@@ -250,7 +252,7 @@ class DatabaseTable:
         if inner in ("Date", "Date32"):
             return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC", pg) or "")
         if inner.startswith("Decimal"):
-            return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner))
+            return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner, kind == "numeric free"))
         return SourceColumn(name, raw, raw, ident)
 
     def _mysql_zone(self) -> str | None:
