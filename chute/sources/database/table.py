@@ -398,8 +398,9 @@ class DatabaseTable:
             column = self.by_name.get(name)
             if column is None:
                 value = f"({default})" if default else f"defaultValueOfTypeName({quote_str(type_name)})"
-            elif column.text and split_nullable(type_name)[1] == "String":
-                value = quote_ident(name)  # the text as the server wrote it (what checked_read asks for)
+            elif column.text and type_name == column.raw:
+                # The text as the server wrote it: what checked_read asks for (and a String column gets).
+                value = quote_ident(name)
             else:
                 value = column.expr
                 source_nullable, source_inner = split_nullable(column.type)
