@@ -33,6 +33,7 @@ def _require_server() -> bool:
     return os.environ.get("CHUTE_REQUIRE_SERVER", "") == "1"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its folder's tier; skip server tests when there is no server."""
     here = Path(__file__).parent
@@ -46,6 +47,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
         if tier == "server" and not servers.available() and not _require_server():
             item.add_marker(skip_server)
+        # Under `pytest -n N --dist loadgroup` a group runs in one process: a module's
+        # fixtures (its servers) start once, and the one cluster serves every cluster test.
+        group = "cluster" if item.get_closest_marker("cluster") else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture()
