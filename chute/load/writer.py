@@ -23,6 +23,7 @@ from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
 from chute.nullcheck import NullsInFile
+from chute.targets.staging import copied_in
 from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
@@ -56,7 +57,12 @@ class Writer:
     def _repairing(self, batch: list[Unit], write: Callable[[], _T]) -> _T:
         for attempt in range(REPAIR_ATTEMPTS):
             try:
-                return write()
+                if attempt == 0:
+                    return write()
+                # The same rows, the same `_load_id`: a replicated table would take their
+                # parts for ones it has (and skip them), so they are copied in.
+                with copied_in():
+                    return write()
             except CommitUncertain:
                 if not self.ctx.has_provenance or attempt == REPAIR_ATTEMPTS - 1:
                     raise
