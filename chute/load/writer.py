@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from chute.errors import ChuteError, CommitUncertain, OutOfSpace, TransientTargetError
+from chute.errors import ChuteError, CommitUncertain, OutOfSpace, ShardUnavailable, TransientTargetError
 from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
@@ -71,8 +71,10 @@ class Writer:
                 try:
                     self.commit.remove_rows(batch)
                     break
-                except TransientTargetError:
-                    if wait == REPAIR_ATTEMPTS - 1:
+                except TransientTargetError as exc:
+                    # A shard of which no node answers: the batch's units fail now (what got in
+                    # is removed by the re-run that loads them, as for an interrupted unit).
+                    if wait == REPAIR_ATTEMPTS - 1 or isinstance(exc, ShardUnavailable):
                         raise
         raise AssertionError("unreachable")
 

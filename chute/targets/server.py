@@ -233,7 +233,7 @@ class ServerTarget:
         if layout is not None:
             # A Distributed table takes no ALTER: each shard's table does (all of them).
             for shard in layout.shards:
-                self._shard_peer(layout, shard).mutate(layout.local, command, context)
+                self._on_shard(layout, shard, lambda peer: peer.mutate(layout.local, command, context))
             return
         if self._caps.mutations_sync:
             self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
@@ -595,6 +595,24 @@ class ServerTarget:
             + (f" ({errors[-1]})" if errors else "; give one with --node http(s)://host:port")
         )
 
+    def _on_shard(self, layout: ShardLayout, shard: Shard, call: Callable[[ServerTarget], None]) -> None:
+        """`call` on a node of `shard`; where that node fails, once more on another that answers
+        (another replica). ShardUnavailable, naming the shard, when none does."""
+        for attempt in range(2):
+            peer = self._shard_peer(layout, shard)
+            try:
+                call(peer)
+                return
+            except TransientTargetError as exc:
+                self._forget(layout, shard)
+                if attempt == 1:
+                    raise ShardUnavailable(
+                        f"shard {shard.num} of cluster {layout.engine.cluster} ({peer.address.host}:"
+                        f"{peer.address.port}): {exc}",
+                        code=exc.code,
+                        name=exc.name,
+                    ) from exc
+
     def _forget(self, layout: ShardLayout, shard: Shard) -> None:
         """A shard's node failed: ask its nodes again next time (another replica may answer)."""
         cluster = layout.engine.cluster
@@ -640,31 +658,38 @@ class ServerTarget:
             peers = {s.num: self._shard_peer(layout, s) for s in shards}
             with contextlib.ExitStack() as stack:
                 stages = {}
+
+                def unavailable(s: Shard, exc: TransientTargetError) -> ShardUnavailable:
+                    self._forget(layout, s)
+                    return ShardUnavailable(
+                        f"shard {s.num} of cluster {cluster} ({peers[s.num].address.host}:"
+                        f"{peers[s.num].address.port}): {exc}",
+                        code=exc.code,
+                        name=exc.name,
+                    )
+
                 for s in shards:
                     peer = peers[s.num]
                     peer.stage_owner, peer.commit_guard = self.stage_owner, self.commit_guard
-                    stages[s.num] = stack.enter_context(
-                        Stage(
-                            peer,
-                            layout.local,
-                            context,
-                            drop_sync=False,
-                            owner=self.stage_owner,
-                            guard=self.commit_guard,
+                    try:
+                        stages[s.num] = stack.enter_context(
+                            Stage(
+                                peer,
+                                layout.local,
+                                context,
+                                drop_sync=False,
+                                owner=self.stage_owner,
+                                guard=self.commit_guard,
+                            )
                         )
-                    )
+                    except TransientTargetError as exc:
+                        raise unavailable(s, exc) from exc
 
                 def one(s: Shard) -> None:
                     try:
                         fill(peers[s.num], stages[s.num].table or layout.local, None if layout.random else s)
                     except TransientTargetError as exc:
-                        self._forget(layout, s)
-                        raise ShardUnavailable(
-                            f"shard {s.num} of cluster {cluster} ({peers[s.num].address.host}:"
-                            f"{peers[s.num].address.port}): {exc}",
-                            code=exc.code,
-                            name=exc.name,
-                        ) from exc
+                        raise unavailable(s, exc) from exc
 
                 if len(shards) == 1:
                     one(shards[0])
@@ -672,9 +697,22 @@ class ServerTarget:
                     with ThreadPoolExecutor(len(shards)) as pool:
                         for future in [pool.submit(one, s) for s in shards]:
                             future.result()
-                totals: dict[str, int] = {}
+                # Every shard's stage counted and checked before any moves in: a shard that fails
+                # now leaves nothing anywhere. Once one moved in, a failure is CommitUncertain.
+                counted = {}
                 for s in shards:
-                    counts = stages[s.num].commit(count_by_source, before_commit=before_commit)
+                    try:
+                        counted[s.num] = stages[s.num].checked(count_by_source, before_commit)
+                    except TransientTargetError as exc:
+                        raise unavailable(s, exc) from exc
+                totals: dict[str, int] = {}
+                for i, s in enumerate(shards):
+                    try:
+                        counts = stages[s.num].move_in(counted[s.num])
+                    except TransientTargetError as exc:
+                        if i == 0 and not isinstance(exc, CommitUncertain):
+                            raise unavailable(s, exc) from exc
+                        raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
                     with self._sent_lock:
                         key = (cluster, s.num)
                         self.shard_rows[key] = self.shard_rows.get(key, 0) + sum(counts.values())

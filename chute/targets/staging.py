@@ -207,7 +207,13 @@ class Stage:
             if before_commit:
                 before_commit(None, counts)
             return counts
-        if count_by_source:
+        return self.move_in(self.checked(count_by_source, before_commit))
+
+    def checked(self, count_by_source: bool, before_commit: CommitCheck | None = None) -> dict[str, int]:
+        """The stage's rows (per source), once the checks before a commit passed."""
+        if self.table is None:  # nothing staged (not a MergeTree): nothing counted here
+            counts = {"": 0}
+        elif count_by_source:
             counts = {
                 r["_source"]: int(r["n"])
                 for r in self.db.rows(f"SELECT _source, count() AS n FROM {self.table.sql} GROUP BY _source")
@@ -216,6 +222,10 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
+        return counts
+
+    def move_in(self, counts: dict[str, int]) -> dict[str, int]:
+        """Move the checked rows (`counts`, from `checked`) into the target."""
         if self.guard is not None:
             self.guard()  # last: nothing slow may run between the check and the ATTACH
         # One commit at a time in this process: a swap must not race another batch's ATTACH

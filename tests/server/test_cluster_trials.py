@@ -10,9 +10,18 @@ One 2-shard x 2-replica cluster of 18.16 servers and ZooKeeper per session (the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,3 +147,269 @@ def test_commit_answer_lost_then_repaired(
     assert report.ok and report.rows_loaded == expected[0], [f.error for f in report.files]
     assert report.table_rows == expected[0]
     assert_exact(cluster, db, "ev", expected, sharded)
+
+
+# -- kill-and-rerun trials ------------------------------------------------------------------
+
+TRIALS = 5
+"""SIGKILL trials per kind of table: 10 in all."""
+TRIAL_FILES = 24
+"""At least 8 batches (workers may share a job): kills land between and inside batches."""
+
+
+def new_database(cluster: ClickHouseCluster) -> str:
+    name = f"cl_{uuid.uuid4().hex[:10]}"
+    cluster.node(0).query(f"CREATE DATABASE {name} ON CLUSTER c2x2")
+    return name
+
+
+def cli(cluster: ClickHouseCluster, data: Path, db: str, node: int = 0, *extra: str) -> list[str]:
+    """`chute load` of `data` into `db`.ev through node `node`, every node given with --node."""
+    args = ["load", str(data), "-t", "ev", "--target", cluster.node(node).target_url(db), "--json", "--quiet"]
+    for address in nodes(cluster):
+        args += ["--node", address]
+    return [sys.executable, "-m", "chute.cli", *args, *extra]
+
+
+def finished(proc: subprocess.Popen[bytes], timeout: float = 180, stopped: bool = False) -> dict[str, Any]:
+    """The JSON report of a `chute load` that ran to its end (loaded all, or failed some);
+    `stopped`: or one that stopped whole with an error (`{"ok": false, "error": ...}`)."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode in (0, 1), err.decode()
+    assert out.strip(), err.decode()[-3000:]
+    report: dict[str, Any] = json.loads(out)
+    assert "files" in report or (stopped and "error" in report), (report, err.decode()[-2000:])
+    return report
+
+
+def started(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def table_checksum(cluster: ClickHouseCluster, db: str, sharded: bool, table: str = "ev") -> tuple[int, int]:
+    """(rows, checksum) of the table over every shard, once every replica of each caught up
+    (the replicas of a shard must agree)."""
+    local = f"{table}_local" if sharded else table
+    members = list(cluster) if sharded else cluster.shard_nodes(1)
+    for node in members:
+        node.query(f"SYSTEM SYNC REPLICA {db}.{local}", receive_timeout=60)
+    per_shard = []
+    for shard in range(1, (cluster.shards if sharded else 1) + 1):
+        sums = {checksum(node, db, local) for node in cluster.shard_nodes(shard)}
+        assert len(sums) == 1, f"{db}: the replicas of shard {shard} differ: {sums}"
+        per_shard.append(sums.pop())
+    return sum(n for n, _ in per_shard), sum(h for _, h in per_shard) % 2**64
+
+
+def ledger_states(cluster: ClickHouseCluster, db: str) -> dict[str, int]:
+    """Units per ledger state (the books are on shard 1)."""
+    found = cluster.node(0).query(
+        f"SELECT state, count() FROM (SELECT unit, argMax(state, seq) AS state FROM {db}._chute_ledger "
+        "GROUP BY unit) GROUP BY state"
+    )
+    return {line.split("\t")[0]: int(line.split("\t")[1]) for line in found.splitlines()}
+
+
+def rows_on_node0(cluster: ClickHouseCluster, dbs: list[str], table: str) -> dict[str, int]:
+    """Rows of `table` in each database on node 0, from its parts (one cheap query for all)."""
+    listed = ", ".join(f"'{d}'" for d in dbs)
+    found = cluster.node(0).query(
+        f"SELECT database, sum(rows) FROM system.parts WHERE active AND table = '{table}' "
+        f"AND database IN ({listed}) GROUP BY database"
+    )
+    return {line.split("\t")[0]: int(line.split("\t")[1]) for line in found.splitlines()}
+
+
+Load = tuple[str, "subprocess.Popen[bytes]"]
+"""A running load: its database, its process."""
+
+
+def kill_at_random_moments(
+    cluster: ClickHouseCluster, procs: list[Load], table: str, rows: int, rng: random.Random
+) -> None:
+    """SIGKILL each load (database, process) at a random moment inside it: once node 0 holds
+    a random share of the rows its database's `table` gets there (`rows`), polled every 50 ms
+    (moments by the clock land in the start-up on a busy machine)."""
+    when = {i: rng.uniform(1, rows * 0.95) for i in range(len(procs))}
+    while when:
+        seen = rows_on_node0(cluster, sorted({procs[i][0] for i in when}), table)
+        for i, at in list(when.items()):
+            name, proc = procs[i]
+            if proc.poll() is not None:
+                del when[i]  # it ended first: a trial that is a plain re-run
+            elif seen.get(name, 0) >= at:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                del when[i]
+        time.sleep(0.05)
+
+
+def sigkill_trials(cluster: ClickHouseCluster, data: Path, sharded: bool, trials: int, seed: int) -> None:
+    """`trials` loads of `data`, each into a table of its own, all at once; each SIGKILLed at
+    a random moment of its load, then run again (all at once); each table must equal a
+    clean run's, on every replica."""
+    make = distributed if sharded else replicated
+    rng = random.Random(seed)
+    clean_db = new_database(cluster)
+    make(cluster, clean_db)
+    clean = finished(started(cli(cluster, data, clean_db)))
+    expected = table_checksum(cluster, clean_db, sharded)
+    assert clean["rows_loaded"] == clean["table_rows"] == expected[0] == TRIAL_FILES * ROWS
+    dbs = [new_database(cluster) for _ in range(trials)]
+    for name in dbs:
+        make(cluster, name)
+    procs = {name: started(cli(cluster, data, name, node=rng.choice([0, 1]))) for name in dbs}
+    # Node 0 holds all the rows of a replicated table, about half of a sharded one.
+    on_node0 = expected[0] // 2 if sharded else expected[0]
+    kill_at_random_moments(cluster, list(procs.items()), "ev_local" if sharded else "ev", on_node0, rng)
+    before = {name: ledger_states(cluster, name) if _has_ledger(cluster, name) else {} for name in dbs}
+    reruns = {name: started(cli(cluster, data, name, node=rng.choice([0, 1]))) for name in dbs}
+    for name, proc in reruns.items():
+        report = finished(proc)
+        assert report["ok"], (before[name], [f["error"] for f in report["files"] if f["error"]])
+        assert report["table_rows"] == expected[0], (before[name], report["notes"])
+        assert table_checksum(cluster, name, sharded) == expected, before[name]
+    # The kills landed inside loads: most tables were part-loaded when they came.
+    cut = [b for b in before.values() if 0 < b.get("done", 0) < TRIAL_FILES or b.get("started", 0)]
+    assert len(cut) >= trials // 2, before
+    for name in [clean_db, *dbs]:
+        drop_database(cluster, name)
+
+
+def drop_database(cluster: ClickHouseCluster, name: str) -> None:
+    """Drop a trial's database on every node: fewer replicated tables for ZooKeeper to serve."""
+    with contextlib.suppress(RuntimeError):
+        cluster.node(0).query(f"DROP DATABASE IF EXISTS {name} ON CLUSTER c2x2", distributed_ddl_task_timeout=20)
+
+
+def _has_ledger(cluster: ClickHouseCluster, db: str) -> bool:
+    return cluster.node(0).value(f"EXISTS TABLE {db}._chute_ledger") == "1"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sharded", [False, True], ids=["replicated", "distributed"])
+def test_sigkill_trials(cluster: ClickHouseCluster, tmp_path: Path, sharded: bool) -> None:
+    """Trials of chute SIGKILLed at a random moment, then run again, into a replicated table
+    and into a Distributed table over 2 shards x 2 replicas (5 each): each equals a clean run."""
+    data = files(tmp_path / "data", TRIAL_FILES)
+    sigkill_trials(cluster, data, sharded, trials=TRIALS, seed=27 + sharded)
+
+
+def load_while(
+    cluster: ClickHouseCluster, data: Path, db: str, fault: Callable[[], None], at_rows: float, node: int = 0
+) -> dict[str, Any]:
+    """Start a load of `data` into `db`.ev through `node`; once node 0 holds `at_rows` rows of
+    ev_local, run `fault` (the load goes on, or fails); the load's report."""
+    proc = started(cli(cluster, data, db, node))
+    while proc.poll() is None and rows_on_node0(cluster, [db], "ev_local").get(db, 0) < at_rows:
+        time.sleep(0.05)
+    fault()
+    return finished(proc, stopped=True)
+
+
+def wait_replicas_active(cluster: ClickHouseCluster, db: str, timeout: float = 60) -> None:
+    """Until every replicated table of `db` is writable with all its replicas active, on every
+    node (a restarted 18.16 server takes its tables back once its old ZooKeeper session ended)."""
+    deadline = time.monotonic() + timeout
+    for node in cluster:
+        node.wait_zookeeper()
+        while True:
+            waiting = node.value(
+                f"SELECT count() FROM system.replicas WHERE database = '{db}' "
+                "AND (is_readonly OR active_replicas < total_replicas)"
+            )
+            if waiting == "0":
+                break
+            assert time.monotonic() < deadline, f"node {node.index}: {waiting} tables of {db} not active"
+            time.sleep(0.1)
+
+
+def rerun_exact(cluster: ClickHouseCluster, data: Path, db: str, expected: tuple[int, int], node: int = 0) -> None:
+    report = finished(started(cli(cluster, data, db, node)))
+    assert report["ok"], [f["error"] for f in report["files"] if f["error"]]
+    assert report["table_rows"] == expected[0], report["notes"]
+    assert table_checksum(cluster, db, sharded=True) == expected
+
+
+@pytest.mark.slow
+def test_replica_killed_and_restarted_mid_load(cluster: ClickHouseCluster, tmp_path: Path) -> None:
+    """3 trials into the 2x2 Distributed table: one replica's server (a different one each
+    time: the node chute reaches, the other replica of the books' shard, a replica of shard 2)
+    is SIGKILLed mid-load and started again at once. The load goes on or fails; a re-run
+    then ends with the exact table on every replica."""
+    data = files(tmp_path / "data", TRIAL_FILES)
+    rng = random.Random(3)
+    clean_db = new_database(cluster)
+    distributed(cluster, clean_db)
+    finished(started(cli(cluster, data, clean_db)))
+    expected = table_checksum(cluster, clean_db, sharded=True)
+    for victim in (0, 1, 3):
+        db = new_database(cluster)
+        distributed(cluster, db)
+        node = cluster.node(victim)
+
+        def restart(node: ClusterNode = node) -> None:
+            node.kill()
+            node.start()
+
+        load_while(cluster, data, db, restart, rng.uniform(1, expected[0] * 0.4))
+        wait_replicas_active(cluster, db)
+        rerun_exact(cluster, data, db, expected)
+        drop_database(cluster, db)
+    drop_database(cluster, clean_db)
+
+
+@pytest.mark.slow
+def test_shard_down_mid_load_then_back(cluster: ClickHouseCluster, tmp_path: Path) -> None:
+    """3 trials into the 2x2 Distributed table: shard 2 (both replicas) is SIGKILLed mid-load;
+    its units fail naming the shard, the rest load; it comes back; a re-run ends with the
+    exact table on every replica."""
+    data = files(tmp_path / "data", TRIAL_FILES)
+    rng = random.Random(4)
+    clean_db = new_database(cluster)
+    distributed(cluster, clean_db)
+    finished(started(cli(cluster, data, clean_db)))
+    expected = table_checksum(cluster, clean_db, sharded=True)
+    for _ in range(3):
+        db = new_database(cluster)
+        distributed(cluster, db)
+        report = load_while(cluster, data, db, lambda: cluster.kill_shard(2), rng.uniform(1, expected[0] * 0.4))
+        assert "files" in report, report  # the load went on: only units with rows for shard 2 failed
+        failed = [f["error"] for f in report["files"] if f["state"] == "failed"]
+        assert all("shard 2 of cluster c2x2" in e for e in failed), failed
+        cluster.start_shard(2)
+        wait_replicas_active(cluster, db)
+        rerun_exact(cluster, data, db, expected)
+        drop_database(cluster, db)
+    drop_database(cluster, clean_db)
+
+
+WORKER_FILES = 200
+
+
+@pytest.mark.slow
+def test_four_workers_through_four_nodes_two_killed(cluster: ClickHouseCluster, tmp_path: Path) -> None:
+    """Four workers at once on the same 200 files into the 2x2 Distributed table, each through
+    a different node; two are SIGKILLed at random moments; one re-run: every row once."""
+    data = files(tmp_path / "data", WORKER_FILES, rows=5)
+    total = WORKER_FILES * 5
+    db = new_database(cluster)
+    distributed(cluster, db)
+    # The books are made before the workers race (as docs/concurrency.md asks).
+    seed = files(tmp_path / "seed", 1, start=10_000, rows=5)
+    finished(started(cli(cluster, seed, db)))
+    rng = random.Random(5)
+    workers = [started([*cli(cluster, data, db, node=i), "--worker-id", f"w{i}"]) for i in range(4)]
+    doomed = rng.sample(range(4), 2)
+    kill_at_random_moments(cluster, [(db, workers[i]) for i in doomed], "ev_local", total // 2, rng)
+    reports = [finished(w) for i, w in enumerate(workers) if i not in doomed]
+    assert all(r["ok"] for r in reports), [[f["error"] for f in r["files"] if f["error"]] for r in reports]
+    again = finished(started(cli(cluster, data, db, node=doomed[0])))
+    assert again["ok"], [f["error"] for f in again["files"] if f["error"]]
+    assert again["table_rows"] == total + 5
+    count, _ = table_checksum(cluster, db, sharded=True)
+    assert count == total + 5
+    ids = cluster.node(0).value(f"SELECT uniqExact(id) FROM {db}.ev")
+    assert int(ids) == total + 5
+    assert ledger_states(cluster, db) == {"done": WORKER_FILES + 1}
+    drop_database(cluster, db)
