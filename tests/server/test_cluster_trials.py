@@ -295,16 +295,42 @@ def test_sigkill_trials(cluster: ClickHouseCluster, tmp_path: Path, sharded: boo
     sigkill_trials(cluster, data, sharded, trials=TRIALS, seed=27 + sharded)
 
 
-def load_while(
-    cluster: ClickHouseCluster, data: Path, db: str, fault: Callable[[], None], at_rows: float, node: int = 0
-) -> dict[str, Any]:
-    """Start a load of `data` into `db`.ev through `node`; once node 0 holds `at_rows` rows of
-    ev_local, run `fault` (the load goes on, or fails); the load's report."""
-    proc = started(cli(cluster, data, db, node))
-    while proc.poll() is None and rows_on_node0(cluster, [db], "ev_local").get(db, 0) < at_rows:
-        time.sleep(0.05)
-    fault()
-    return finished(proc, stopped=True)
+def loads_with_faults(
+    cluster: ClickHouseCluster, data: Path, faults: list[Callable[[], None]], rng: random.Random, trials: int = 3
+) -> tuple[tuple[int, int], list[str], list[dict[str, Any]]]:
+    """`trials` loads of `data` at once into 2x2 Distributed tables of their own (through node
+    0), with `faults` run in turn at random moments inside them (once node 0 holds a random
+    share of their rows). (The clean checksum, the databases, the loads' reports: each went
+    on, failed some units, or stopped.)"""
+    clean_db = new_database(cluster)
+    distributed(cluster, clean_db)
+    finished(started(cli(cluster, data, clean_db)))
+    expected = table_checksum(cluster, clean_db, sharded=True)
+    drop_database(cluster, clean_db)
+    dbs = [new_database(cluster) for _ in range(trials)]
+    for db in dbs:
+        distributed(cluster, db)
+    procs = [started(cli(cluster, data, db)) for db in dbs]
+    # Node 0 holds about half the rows (shard 1's).
+    moments = sorted(rng.uniform(0.05, 0.4) * expected[0] * trials for _ in faults)
+    for fault, at in zip(faults, moments, strict=True):
+        while any(p.poll() is None for p in procs) and sum(rows_on_node0(cluster, dbs, "ev_local").values()) < at:
+            time.sleep(0.05)
+        fault()
+    return expected, dbs, [finished(p, stopped=True) for p in procs]
+
+
+def rerun_exact(cluster: ClickHouseCluster, data: Path, dbs: list[str], expected: tuple[int, int]) -> None:
+    """Every node back with its tables active; each load run again (at once) ends with the
+    exact table on every replica."""
+    for db in dbs:
+        wait_replicas_active(cluster, db)
+    for db, proc in [(db, started(cli(cluster, data, db))) for db in dbs]:
+        report = finished(proc)
+        assert report["ok"], [f["error"] for f in report["files"] if f["error"]]
+        assert report["table_rows"] == expected[0], report["notes"]
+        assert table_checksum(cluster, db, sharded=True) == expected
+        drop_database(cluster, db)
 
 
 def wait_replicas_active(cluster: ClickHouseCluster, db: str, timeout: float = 60) -> None:
@@ -324,64 +350,38 @@ def wait_replicas_active(cluster: ClickHouseCluster, db: str, timeout: float = 6
             time.sleep(0.1)
 
 
-def rerun_exact(cluster: ClickHouseCluster, data: Path, db: str, expected: tuple[int, int], node: int = 0) -> None:
-    report = finished(started(cli(cluster, data, db, node)))
-    assert report["ok"], [f["error"] for f in report["files"] if f["error"]]
-    assert report["table_rows"] == expected[0], report["notes"]
-    assert table_checksum(cluster, db, sharded=True) == expected
-
-
 @pytest.mark.slow
 def test_replica_killed_and_restarted_mid_load(cluster: ClickHouseCluster, tmp_path: Path) -> None:
-    """3 trials into the 2x2 Distributed table: one replica's server (a different one each
-    time: the node chute reaches, the other replica of the books' shard, a replica of shard 2)
-    is SIGKILLed mid-load and started again at once. The load goes on or fails; a re-run
-    then ends with the exact table on every replica."""
+    """3 loads at once into 2x2 Distributed tables; during them, one replica's server after
+    another (the node chute reaches, the other replica of the books' shard, a replica of
+    shard 2) is SIGKILLed and started again at once. A load goes on or fails (the books need
+    every replica); a re-run then ends with the exact table on every replica."""
     data = files(tmp_path / "data", TRIAL_FILES)
-    rng = random.Random(3)
-    clean_db = new_database(cluster)
-    distributed(cluster, clean_db)
-    finished(started(cli(cluster, data, clean_db)))
-    expected = table_checksum(cluster, clean_db, sharded=True)
-    for victim in (0, 1, 3):
-        db = new_database(cluster)
-        distributed(cluster, db)
-        node = cluster.node(victim)
 
-        def restart(node: ClusterNode = node) -> None:
-            node.kill()
-            node.start()
+    def restart(victim: int) -> Callable[[], None]:
+        def fault() -> None:
+            cluster.node(victim).kill()
+            cluster.node(victim).start()
 
-        load_while(cluster, data, db, restart, rng.uniform(1, expected[0] * 0.4))
-        wait_replicas_active(cluster, db)
-        rerun_exact(cluster, data, db, expected)
-        drop_database(cluster, db)
-    drop_database(cluster, clean_db)
+        return fault
+
+    expected, dbs, _ = loads_with_faults(cluster, data, [restart(0), restart(1), restart(3)], random.Random(3))
+    rerun_exact(cluster, data, dbs, expected)
 
 
 @pytest.mark.slow
 def test_shard_down_mid_load_then_back(cluster: ClickHouseCluster, tmp_path: Path) -> None:
-    """3 trials into the 2x2 Distributed table: shard 2 (both replicas) is SIGKILLed mid-load;
-    its units fail naming the shard, the rest load; it comes back; a re-run ends with the
-    exact table on every replica."""
+    """3 loads at once into 2x2 Distributed tables; shard 2 (both replicas) is SIGKILLed
+    during them: their units with rows for it fail naming the shard, the others load; the
+    shard comes back; a re-run of each ends with the exact table on every replica."""
     data = files(tmp_path / "data", TRIAL_FILES)
-    rng = random.Random(4)
-    clean_db = new_database(cluster)
-    distributed(cluster, clean_db)
-    finished(started(cli(cluster, data, clean_db)))
-    expected = table_checksum(cluster, clean_db, sharded=True)
-    for _ in range(3):
-        db = new_database(cluster)
-        distributed(cluster, db)
-        report = load_while(cluster, data, db, lambda: cluster.kill_shard(2), rng.uniform(1, expected[0] * 0.4))
+    expected, dbs, reports = loads_with_faults(cluster, data, [lambda: cluster.kill_shard(2)], random.Random(4))
+    for report in reports:
         assert "files" in report, report  # the load went on: only units with rows for shard 2 failed
         failed = [f["error"] for f in report["files"] if f["state"] == "failed"]
         assert all("shard 2 of cluster c2x2" in e for e in failed), failed
-        cluster.start_shard(2)
-        wait_replicas_active(cluster, db)
-        rerun_exact(cluster, data, db, expected)
-        drop_database(cluster, db)
-    drop_database(cluster, clean_db)
+    cluster.start_shard(2)
+    rerun_exact(cluster, data, dbs, expected)
 
 
 WORKER_FILES = 200
