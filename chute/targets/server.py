@@ -27,7 +27,7 @@ from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.cluster import Shard, ShardLayout, shard_layout, wait_for_replicas
+from chute.targets.cluster import Shard, ShardLayout, replica_rows, replication, shard_layout, wait_for_replicas
 from chute.targets.engines import distributed
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
@@ -537,6 +537,36 @@ class ServerTarget:
         """A --node: http(s)://host:port; the user, password and database are the target's."""
         given = ServerAddress.parse(spec if "://" in spec else f"{self.address.scheme}://{spec}")
         return dataclasses.replace(self.address, scheme=given.scheme, host=given.host, port=given.port)
+
+    def placement(self, table: TableName) -> list[dict[str, Any]]:
+        """Where the table's rows are: one entry per node that holds a copy (each replica of
+        each shard of a Distributed table; each replica of a replicated one, among this node
+        and the --node ones), with its rows; a node that does not answer is listed with its
+        error. Empty for a table on this node alone."""
+        layout = self.layout(table)
+        if layout is None and replication(self.rows, table) is None:
+            return []
+        found = []
+        addresses = self._candidates(layout) if layout is not None else [self.address, *self.nodes]
+        for address in dict.fromkeys(addresses):
+            node = f"{address.host}:{address.port}"
+            try:
+                peer = self if address == self.address else self._peer_at(address)
+                shard = self._shard_of(peer, layout.engine.cluster) if layout is not None else None
+                if layout is not None and shard is None:
+                    continue  # a node outside the table's cluster
+                local = layout.local if layout is not None else table
+                if peer.table_columns(local) is None:
+                    continue
+                found.append(replica_rows(peer.rows, local, shard, node))
+            except ChuteError as exc:
+                found.append({"shard": None, "replica": "", "node": node, "rows": None, "error": str(exc)})
+        return sorted(found, key=lambda r: (r["shard"] or 0, r["replica"], r["node"]))
+
+    def _peer_at(self, address: ServerAddress) -> ServerTarget:
+        return ServerTarget(
+            None, insecure=self.insecure, connections=self.connections, address=address, connect_attempts=1
+        )
 
     def _candidates(self, layout: ShardLayout) -> list[ServerAddress]:
         """Nodes that may hold a shard: this one, the --node ones, then the cluster's hosts

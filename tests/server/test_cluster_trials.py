@@ -387,6 +387,17 @@ def test_shard_down_mid_load_then_back(cluster: ClickHouseCluster, tmp_path: Pat
 WORKER_FILES = 200
 
 
+def status_json(cluster: ClickHouseCluster, db: str, node: int) -> dict[str, Any]:
+    """`chute status --json` of `db`.ev through `node`, every node given with --node."""
+    args = ["status", "-t", "ev", "--target", cluster.node(node).target_url(db), "--json"]
+    for address in nodes(cluster):
+        args += ["--node", address]
+    done = subprocess.run([sys.executable, "-m", "chute.cli", *args], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
+
+
 @pytest.mark.slow
 def test_four_workers_through_four_nodes_two_killed(cluster: ClickHouseCluster, tmp_path: Path) -> None:
     """Four workers at once on the same 200 files into the 2x2 Distributed table, each through
@@ -404,6 +415,13 @@ def test_four_workers_through_four_nodes_two_killed(cluster: ClickHouseCluster, 
     kill_at_random_moments(cluster, [(db, workers[i]) for i in doomed], "ev_local", total // 2, rng)
     reports = [finished(w) for i, w in enumerate(workers) if i not in doomed]
     assert all(r["ok"] for r in reports), [[f["error"] for f in r["files"] if f["error"]] for r in reports]
+    # `chute status` through a node of shard 2: the books of the first shard, the killed
+    # workers' claims (their leases run on), and the rows of each replica of each shard.
+    shown = status_json(cluster, db, node=2)
+    held = {u["claimed_by"] for u in shown["units"] if u["state"] in ("started", "claimed")}
+    assert held <= {f"w{i}" for i in doomed}, held
+    replicas = {(r["shard"], r["replica"]): r["rows"] for r in shown["replicas"]}
+    assert set(replicas) == {(1, "r1"), (1, "r2"), (2, "r1"), (2, "r2")}, shown["replicas"]
     again = finished(started(cli(cluster, data, db, node=doomed[0])))
     assert again["ok"], [f["error"] for f in again["files"] if f["error"]]
     assert again["table_rows"] == total + 5
@@ -412,4 +430,8 @@ def test_four_workers_through_four_nodes_two_killed(cluster: ClickHouseCluster, 
     ids = cluster.node(0).value(f"SELECT uniqExact(id) FROM {db}.ev")
     assert int(ids) == total + 5
     assert ledger_states(cluster, db) == {"done": WORKER_FILES + 1}
+    shown = status_json(cluster, db, node=3)
+    assert {u["state"] for u in shown["units"]} == {"done"} and not any(u["claimed_by"] for u in shown["units"])
+    per_shard = {r["shard"]: r["rows"] for r in shown["replicas"]}
+    assert sum(per_shard.values()) == total + 5 and all(r["rows"] == per_shard[r["shard"]] for r in shown["replicas"])
     drop_database(cluster, db)
