@@ -171,10 +171,15 @@ def cli(cluster: ClickHouseCluster, data: Path, db: str, node: int = 0, *extra: 
     return [sys.executable, "-m", "chute.cli", *args, *extra]
 
 
-def finished(proc: subprocess.Popen[bytes], timeout: float = 180, stopped: bool = False) -> dict[str, Any]:
+def finished(proc: subprocess.Popen[bytes], timeout: float = 120, stopped: bool = False) -> dict[str, Any]:
     """The JSON report of a `chute load` that ran to its end (loaded all, or failed some);
     `stopped`: or one that stopped whole with an error (`{"ok": false, "error": ...}`)."""
-    out, err = proc.communicate(timeout=timeout)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # the faulthandler prints where every thread is
+        out, err = proc.communicate()
+        pytest.fail(f"chute load did not end in {timeout:.0f} s: {err.decode()[-6000:]}")
     assert proc.returncode in (0, 1), err.decode()
     assert out.strip(), err.decode()[-3000:]
     report: dict[str, Any] = json.loads(out)
@@ -183,7 +188,8 @@ def finished(proc: subprocess.Popen[bytes], timeout: float = 180, stopped: bool 
 
 
 def started(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
 
 def table_checksum(cluster: ClickHouseCluster, db: str, sharded: bool, table: str = "ev") -> tuple[int, int]:
