@@ -658,10 +658,10 @@ class ServerTarget:
             turns = self._round_robin.setdefault(
                 cluster, itertools.cycle([s.num for s in layout.shards for _ in range(s.weight)])
             )
-            order = [next(turns) for _ in range(layout.total_weight)]
+            first = next(turns)  # one turn per batch (taking a whole cycle always began with shard 1)
         by_num = {s.num: s for s in layout.shards}
         last: ShardUnavailable | None = None
-        for num in dict.fromkeys(order):
+        for num in [first, *(s.num for s in layout.shards if s.num != first)]:
             try:
                 self._shard_peer(layout, by_num[num])
                 return by_num[num]
