@@ -171,9 +171,11 @@ def cli(cluster: ClickHouseCluster, data: Path, db: str, node: int = 0, *extra: 
     return [sys.executable, "-m", "chute.cli", *args, *extra]
 
 
-def finished(proc: subprocess.Popen[bytes], timeout: float = 120, stopped: bool = False) -> dict[str, Any]:
+def finished(proc: subprocess.Popen[bytes], timeout: float = 300, stopped: bool = False) -> dict[str, Any]:
     """The JSON report of a `chute load` that ran to its end (loaded all, or failed some);
-    `stopped`: or one that stopped whole with an error (`{"ok": false, "error": ...}`)."""
+    `stopped`: or one that stopped whole with an error (`{"ok": false, "error": ...}`).
+    (A load may wait up to 120 s for a replica whose queue does not empty after a kill,
+    REPLICA_WAIT_SECONDS: seen now and then in the fault trials, under investigation.)"""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
