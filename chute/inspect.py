@@ -2,19 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from chute.load.claims import CLAIMS_TABLE
+from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
 from chute.load.ledger import Ledger
 from chute.sql import TableName, quote_str
 from chute.targets import Target, open_target
+from chute.targets.server import ServerTarget
 
 
 def status(
-    table: str | None = None, target: str | None = None, password_file: str | None = None, insecure: bool = False
+    table: str | None = None,
+    target: str | None = None,
+    password_file: str | None = None,
+    insecure: bool = False,
+    nodes: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """The current ledger state of every file, for one table or all of them."""
-    tgt = open_target(target, password_file, insecure)
+    """The current ledger state of every file, for one table or all of them, with the worker
+    that holds it now (a live claim)."""
+    return status_and_placement(table, target, password_file, insecure, nodes, placement=False)[0]
+
+
+def status_and_placement(
+    table: str | None = None,
+    target: str | None = None,
+    password_file: str | None = None,
+    insecure: bool = False,
+    nodes: Sequence[str] = (),
+    placement: bool = True,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(every unit's state as `status` gives it, where the table's rows are: one entry per
+    replica of each shard, with its rows; empty for a table on one node). A Distributed
+    table's books are read where its loads keep them (its first shard)."""
+    tgt = open_target(target, password_file, insecure, nodes=nodes)
+    name = TableName.parse(table) if table else None
+    books = tgt.books_target(name) if name is not None else tgt
+    where: list[dict[str, Any]] = []
+    if placement and name is not None and isinstance(tgt, ServerTarget):
+        where = tgt.placement(name)
+    return _units(books, table), where
+
+
+def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
     ledger = Ledger(tgt, TableName.parse(table) if table else TableName(None, "_"))
     if not ledger.exists():
         return []
@@ -56,17 +86,21 @@ def status(
 
 
 def live_claims(tgt: Target, database: str | None, table: str | None) -> list[dict[str, Any]]:
-    """The live claims of workers loading now (see chute/claims.py): worker, unit, since, lease end."""
+    """The live claims of workers loading now (see chute/load/claims.py): worker, unit, since,
+    lease end. Claims of processes of this host that are gone (killed) are left out."""
     claims = TableName(database, CLAIMS_TABLE)
     if tgt.table_columns(claims) is None:
         return []
     where = f"WHERE `table` = {quote_str(table)}" if table else ""
-    return tgt.rows(
-        "SELECT `table`, unit, any(worker) AS worker, toString(min(at)) AS since, "
-        f"toString(max(lease_end)) AS lease_until FROM {claims.sql} {where} GROUP BY `table`, unit, token "
+    found = tgt.rows(
+        "SELECT `table`, unit, any(worker) AS worker, any(host) AS host, any(process) AS process, "
+        "toString(min(at)) AS since, toString(max(lease_end)) AS lease_until "
+        f"FROM {claims.sql} {where} GROUP BY `table`, unit, token "
         "HAVING max(lease_end) > now() AND countIf(state != 'held') = 0 ORDER BY `table`, unit",
         context="reading claims",
     )
+    here = host_identity()
+    return [c for c in found if not (c["host"] == here and process_gone(str(c["process"])))]
 
 
 def query(

@@ -7,20 +7,23 @@ import json
 from typing import Any
 
 from chute.cli.common import EXIT_OK
-from chute.inspect import status
+from chute.inspect import status_and_placement
 
 
 def status_command(args: argparse.Namespace) -> int:
-    rows = status(args.table, args.target, args.password_file, args.insecure)
+    rows, replicas = status_and_placement(args.table, args.target, args.password_file, args.insecure, args.node)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        # A table on several nodes: its units and where its rows are; else the units alone.
+        print(json.dumps({"units": rows, "replicas": replicas} if replicas else rows, indent=2))
         return EXIT_OK
-    if not rows:
+    if not rows and not replicas:
         print("nothing loaded yet")
         return EXIT_OK
     from rich.console import Console
 
     console = Console(soft_wrap=False)
+    if replicas:
+        _print_replicas(console, str(args.table), replicas)
     tables: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         tables.setdefault(str(r["table"]), []).append(r)
@@ -40,6 +43,39 @@ def status_command(args: argparse.Namespace) -> int:
             claims.add_row(str(r["claimed_by"]), source, str(r["claimed_since"]), str(r["lease_end"]))
         console.print(claims)
     return EXIT_OK
+
+
+def _print_replicas(console: Any, name: str, replicas: list[dict[str, Any]]) -> None:
+    """Rows of the table on each replica of each shard (the nodes chute reached)."""
+    from rich import box
+    from rich.table import Table
+
+    shards = {r["shard"] for r in replicas if r["shard"] is not None}
+    console.print(f"table {name}: rows per {'shard and ' if shards else ''}replica", markup=False, highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in (["shard"] if shards else []) + ["replica", "node", "rows", "active replicas", "queue"]:
+        table.add_column(column, no_wrap=True, justify="right" if column in ("rows", "queue") else "left")
+    for r in replicas:
+        if r["error"]:
+            cells = [r["replica"] or "?", r["node"], "-", "no answer", ""]
+        else:
+            cells = [r["replica"], r["node"], f"{int(r['rows']):,}", str(r["active_replicas"]), str(r["queue"])]
+        table.add_row(*([str(r["shard"] or "?")] if shards else []), *cells)
+    if shards:
+        total: dict[int, int] = {}
+        for r in replicas:
+            if not r["error"] and r["shard"] is not None:
+                total.setdefault(r["shard"], int(r["rows"]))  # a shard's rows: its first replica's
+        console.print(table)
+        silent = sum(1 for r in replicas if r["error"])
+        console.print(
+            f"rows in all shards: {sum(total.values()):,}"
+            + (f" (of those that answered: {silent} node(s) did not)" if silent else ""),
+            markup=False,
+            highlight=False,
+        )
+        return
+    console.print(table)
 
 
 def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:

@@ -328,11 +328,24 @@ def _status_parser(sub: Any) -> None:
         """
 chute status                          # every table of ./chute.db
 chute status --table events --target http://localhost:8123 --json
+chute status --table events --target http://node1:8123 --node http://node3:8123   # rows per shard and replica
 """,
     )
     s.add_argument("--table", "-t", help="only this table (default: all tables)")
     _target_options(s, TARGET_HELP)
-    s.add_argument("--json", action="store_true", help="print the rows as one JSON array")
+    s.add_argument(
+        "--node",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another node of the cluster, http(s)://host:port (repeatable): its replicas are counted too",
+    )
+    s.add_argument(
+        "--json",
+        action="store_true",
+        help='print the rows as one JSON array; for a replicated or Distributed table, {"units": [...], '
+        '"replicas": [...]}',
+    )
 
 
 def _query_parser(sub: Any) -> None:

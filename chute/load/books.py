@@ -92,7 +92,7 @@ class Books:
             found = distributed(str(meta[0]["engine_full"]))
             cluster = found.cluster if found else None
         if cluster is not None:
-            return f" ON CLUSTER {quote_ident(cluster)}", f"/clickhouse/tables/{{shard}}/{db}", "{replica}"
+            return f" ON CLUSTER {quote_ident(cluster)}", f"/clickhouse/tables/{{shard}}/{db}/", "{replica}"
         replicated = self.target.rows(
             f"SELECT zookeeper_path, replica_name FROM system.replicas WHERE database = {_database(self.table)} "
             f"AND table = {quote_str(self.table.table)}"

@@ -32,7 +32,7 @@ from chute.load.context import LoadContext
 from chute.remote.http import retry
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import unreplicated
-from chute.targets.staging import ATTACH_PER_STATEMENT, stage_name
+from chute.targets.staging import ATTACH_PER_STATEMENT, NO_DEDUPLICATION, copying_in, stage_name
 from chute.units import Unit
 
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
@@ -404,6 +404,9 @@ class ServerParse:
         commands = [
             f"ATTACH PARTITION ID {quote_str(str(p['partition_id']))} FROM {names[str(p['table'])].sql}" for p in parts
         ]
+        if copying_in() and self.engine_clause()[0]:  # rows written again into a replicated table
+            self._copy_in(list(names.values()))
+            return
         try:
             for i in range(0, len(commands), ATTACH_PER_STATEMENT):
                 ctx.target.execute(
@@ -413,6 +416,18 @@ class ServerParse:
         except TargetError as exc:
             # One ALTER attaches command after command: some stages may be in already,
             # whatever the error (a blind retry or another path could add them twice).
+            raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
+
+    def _copy_in(self, stages: list[TableName]) -> None:
+        """Every stage's rows into the table by INSERT ... SELECT without deduplication (see
+        chute.targets.staging.copied_in); one statement for all."""
+        ctx = self.ctx
+        select = " UNION ALL ".join(f"SELECT * FROM {s.sql}" for s in stages)
+        try:
+            ctx.target.execute(
+                f"INSERT INTO {ctx.table.sql} {select}", NO_DEDUPLICATION, f"copying in {len(stages)} file(s)"
+            )
+        except TargetError as exc:
             raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
 
     def _drop(self, stage: TableName | None) -> None:

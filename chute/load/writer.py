@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from chute.errors import ChuteError, CommitUncertain, OutOfSpace, TransientTargetError
+from chute.errors import ChuteError, CommitUncertain, OutOfSpace, ShardUnavailable, TransientTargetError
 from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
@@ -23,6 +23,7 @@ from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
 from chute.nullcheck import NullsInFile
+from chute.targets.staging import copied_in
 from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
@@ -56,7 +57,12 @@ class Writer:
     def _repairing(self, batch: list[Unit], write: Callable[[], _T]) -> _T:
         for attempt in range(REPAIR_ATTEMPTS):
             try:
-                return write()
+                if attempt == 0:
+                    return write()
+                # The same rows, the same `_load_id`: a replicated table would take their
+                # parts for ones it has (and skip them), so they are copied in.
+                with copied_in():
+                    return write()
             except CommitUncertain:
                 if not self.ctx.has_provenance or attempt == REPAIR_ATTEMPTS - 1:
                     raise
@@ -65,8 +71,10 @@ class Writer:
                 try:
                     self.commit.remove_rows(batch)
                     break
-                except TransientTargetError:
-                    if wait == REPAIR_ATTEMPTS - 1:
+                except TransientTargetError as exc:
+                    # A shard of which no node answers: the batch's units fail now (what got in
+                    # is removed by the re-run that loads them, as for an interrupted unit).
+                    if wait == REPAIR_ATTEMPTS - 1 or isinstance(exc, ShardUnavailable):
                         raise
         raise AssertionError("unreachable")
 

@@ -153,3 +153,23 @@ def shard_layout(rows: Rows, table: TableName, engine: DistributedEngine) -> Sha
         slot += weight
     local = TableName(engine.database or table.database, engine.table)
     return ShardLayout(table, engine, local, tuple(shards))
+
+
+def replica_rows(rows: Rows, table: TableName, shard: int | None, node: str) -> dict[str, Any]:
+    """One node's copy of `table`: its shard (None: not sharded), replica name, rows, and
+    whether the replica is writable with every replica of it active."""
+    found = rows(
+        "SELECT replica_name, is_readonly, active_replicas, total_replicas, queue_size FROM system.replicas "
+        f"WHERE database = {_database(table)} AND table = {quote_str(table.table)}"
+    )
+    count = rows(f"SELECT count() AS n FROM {table.sql}")
+    meta = found[0] if found else {}
+    return {
+        "shard": shard,
+        "replica": str(meta.get("replica_name", "")),
+        "node": node,
+        "rows": int(count[0]["n"]),
+        "active_replicas": f"{meta['active_replicas']}/{meta['total_replicas']}" if meta else "",
+        "queue": int(meta.get("queue_size", 0) or 0),
+        "error": "",
+    }

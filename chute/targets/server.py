@@ -27,7 +27,7 @@ from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str
-from chute.targets.cluster import Shard, ShardLayout, shard_layout, wait_for_replicas
+from chute.targets.cluster import Shard, ShardLayout, replica_rows, replication, shard_layout, wait_for_replicas
 from chute.targets.engines import distributed
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.transport import HttpClient, ServerAddress, check_connection
@@ -233,7 +233,7 @@ class ServerTarget:
         if layout is not None:
             # A Distributed table takes no ALTER: each shard's table does (all of them).
             for shard in layout.shards:
-                self._shard_peer(layout, shard).mutate(layout.local, command, context)
+                self._on_shard(layout, shard, lambda peer: peer.mutate(layout.local, command, context))
             return
         if self._caps.mutations_sync:
             self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
@@ -538,6 +538,36 @@ class ServerTarget:
         given = ServerAddress.parse(spec if "://" in spec else f"{self.address.scheme}://{spec}")
         return dataclasses.replace(self.address, scheme=given.scheme, host=given.host, port=given.port)
 
+    def placement(self, table: TableName) -> list[dict[str, Any]]:
+        """Where the table's rows are: one entry per node that holds a copy (each replica of
+        each shard of a Distributed table; each replica of a replicated one, among this node
+        and the --node ones), with its rows; a node that does not answer is listed with its
+        error. Empty for a table on this node alone."""
+        layout = self.layout(table)
+        if layout is None and replication(self.rows, table) is None:
+            return []
+        found = []
+        addresses = self._candidates(layout) if layout is not None else [self.address, *self.nodes]
+        for address in dict.fromkeys(addresses):
+            node = f"{address.host}:{address.port}"
+            try:
+                peer = self if address == self.address else self._peer_at(address)
+                shard = self._shard_of(peer, layout.engine.cluster) if layout is not None else None
+                if layout is not None and shard is None:
+                    continue  # a node outside the table's cluster
+                local = layout.local if layout is not None else table
+                if peer.table_columns(local) is None:
+                    continue
+                found.append(replica_rows(peer.rows, local, shard, node))
+            except ChuteError as exc:
+                found.append({"shard": None, "replica": "", "node": node, "rows": None, "error": str(exc)})
+        return sorted(found, key=lambda r: (r["shard"] or 0, r["replica"], r["node"]))
+
+    def _peer_at(self, address: ServerAddress) -> ServerTarget:
+        return ServerTarget(
+            None, insecure=self.insecure, connections=self.connections, address=address, connect_attempts=1
+        )
+
     def _candidates(self, layout: ShardLayout) -> list[ServerAddress]:
         """Nodes that may hold a shard: this one, the --node ones, then the cluster's hosts
         at this node's HTTP port (the usual layout: the same port everywhere)."""
@@ -595,6 +625,24 @@ class ServerTarget:
             + (f" ({errors[-1]})" if errors else "; give one with --node http(s)://host:port")
         )
 
+    def _on_shard(self, layout: ShardLayout, shard: Shard, call: Callable[[ServerTarget], None]) -> None:
+        """`call` on a node of `shard`; where that node fails, once more on another that answers
+        (another replica). ShardUnavailable, naming the shard, when none does."""
+        for attempt in range(2):
+            peer = self._shard_peer(layout, shard)
+            try:
+                call(peer)
+                return
+            except TransientTargetError as exc:
+                self._forget(layout, shard)
+                if attempt == 1:
+                    raise ShardUnavailable(
+                        f"shard {shard.num} of cluster {layout.engine.cluster} ({peer.address.host}:"
+                        f"{peer.address.port}): {exc}",
+                        code=exc.code,
+                        name=exc.name,
+                    ) from exc
+
     def _forget(self, layout: ShardLayout, shard: Shard) -> None:
         """A shard's node failed: ask its nodes again next time (another replica may answer)."""
         cluster = layout.engine.cluster
@@ -610,10 +658,10 @@ class ServerTarget:
             turns = self._round_robin.setdefault(
                 cluster, itertools.cycle([s.num for s in layout.shards for _ in range(s.weight)])
             )
-            order = [next(turns) for _ in range(layout.total_weight)]
+            first = next(turns)  # one turn per batch (taking a whole cycle always began with shard 1)
         by_num = {s.num: s for s in layout.shards}
         last: ShardUnavailable | None = None
-        for num in dict.fromkeys(order):
+        for num in [first, *(s.num for s in layout.shards if s.num != first)]:
             try:
                 self._shard_peer(layout, by_num[num])
                 return by_num[num]
@@ -640,31 +688,38 @@ class ServerTarget:
             peers = {s.num: self._shard_peer(layout, s) for s in shards}
             with contextlib.ExitStack() as stack:
                 stages = {}
+
+                def unavailable(s: Shard, exc: TransientTargetError) -> ShardUnavailable:
+                    self._forget(layout, s)
+                    return ShardUnavailable(
+                        f"shard {s.num} of cluster {cluster} ({peers[s.num].address.host}:"
+                        f"{peers[s.num].address.port}): {exc}",
+                        code=exc.code,
+                        name=exc.name,
+                    )
+
                 for s in shards:
                     peer = peers[s.num]
                     peer.stage_owner, peer.commit_guard = self.stage_owner, self.commit_guard
-                    stages[s.num] = stack.enter_context(
-                        Stage(
-                            peer,
-                            layout.local,
-                            context,
-                            drop_sync=False,
-                            owner=self.stage_owner,
-                            guard=self.commit_guard,
+                    try:
+                        stages[s.num] = stack.enter_context(
+                            Stage(
+                                peer,
+                                layout.local,
+                                context,
+                                drop_sync=False,
+                                owner=self.stage_owner,
+                                guard=self.commit_guard,
+                            )
                         )
-                    )
+                    except TransientTargetError as exc:
+                        raise unavailable(s, exc) from exc
 
                 def one(s: Shard) -> None:
                     try:
                         fill(peers[s.num], stages[s.num].table or layout.local, None if layout.random else s)
                     except TransientTargetError as exc:
-                        self._forget(layout, s)
-                        raise ShardUnavailable(
-                            f"shard {s.num} of cluster {cluster} ({peers[s.num].address.host}:"
-                            f"{peers[s.num].address.port}): {exc}",
-                            code=exc.code,
-                            name=exc.name,
-                        ) from exc
+                        raise unavailable(s, exc) from exc
 
                 if len(shards) == 1:
                     one(shards[0])
@@ -672,9 +727,22 @@ class ServerTarget:
                     with ThreadPoolExecutor(len(shards)) as pool:
                         for future in [pool.submit(one, s) for s in shards]:
                             future.result()
-                totals: dict[str, int] = {}
+                # Every shard's stage counted and checked before any moves in: a shard that fails
+                # now leaves nothing anywhere. Once one moved in, a failure is CommitUncertain.
+                counted = {}
                 for s in shards:
-                    counts = stages[s.num].commit(count_by_source, before_commit=before_commit)
+                    try:
+                        counted[s.num] = stages[s.num].checked(count_by_source, before_commit)
+                    except TransientTargetError as exc:
+                        raise unavailable(s, exc) from exc
+                totals: dict[str, int] = {}
+                for i, s in enumerate(shards):
+                    try:
+                        counts = stages[s.num].move_in(counted[s.num])
+                    except TransientTargetError as exc:
+                        if i == 0 and not isinstance(exc, CommitUncertain):
+                            raise unavailable(s, exc) from exc
+                        raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
                     with self._sent_lock:
                         key = (cluster, s.num)
                         self.shard_rows[key] = self.shard_rows.get(key, 0) + sum(counts.values())

@@ -8,10 +8,11 @@ that are not MergeTree get plain inserts (no stage).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -25,6 +26,33 @@ _NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
 _CREATE_NAME = re.compile(rf"^CREATE TABLE {_NAME_PART}(?:\.{_NAME_PART})?\s*")
 _COMMIT_LOCK = threading.Lock()
 ATTACH_PER_STATEMENT = 100  # 18.16 and the embedded engine both take several commands in one ALTER
+
+_COPY_IN: contextvars.ContextVar[bool] = contextvars.ContextVar("chute_copy_in", default=False)
+NO_DEDUPLICATION: Settings = {"insert_deduplicate": 0}
+
+
+@contextlib.contextmanager
+def copied_in() -> Iterator[None]:
+    """Commits in this block copy a replicated table's stage in (`INSERT ... SELECT`, without
+    deduplication) instead of attaching its parts.
+
+    For a write again, in the same load, of rows that were committed (or perhaps) and then
+    removed: a replicated table keeps, in ZooKeeper, a block id per attached part made of
+    the part's checksums (`<partition>_replace_from_<hash>`) and skips an ATTACH of a part
+    it has seen, even after the rows were deleted. The same rows under the same `_load_id`
+    make the same part: attached again, they would silently not be there. (A new load
+    writes another `_load_id`, so its parts are new.)"""
+    token = _COPY_IN.set(True)
+    try:
+        yield
+    finally:
+        _COPY_IN.reset(token)
+
+
+def copying_in() -> bool:
+    """Whether commits here copy a replicated table's stage in (see `copied_in`)."""
+    return _COPY_IN.get()
+
 
 CommitCheck = Callable[[TableName | None, dict[str, int]], None]
 """Called with the stage table (None without one) and its row counts just before
@@ -129,6 +157,8 @@ class Stage:
         """Nothing else writes the target: if it has no parts, the stage takes its place (EXCHANGE)."""
         self.target_ddl: str | None = None
         """The target's definition (name left out) when the stage's is the same: a swap keeps it."""
+        self.replicated = False
+        """The target is a Replicated*MergeTree (its ATTACHes are deduplicated: see `copied_in`)."""
 
     def __enter__(self) -> Stage:
         engine = self.db.rows(
@@ -141,6 +171,7 @@ class Stage:
             # A replicated target's stage is the same engine unreplicated: a copy of its
             # engine would claim the target's own ZooKeeper path and replica name.
             plain = unreplicated(str(engine[0]["engine_full"]))
+            self.replicated = plain is not None
             how = f" ENGINE = {plain}" if plain is not None else ""
             self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}{how}", context=self.context)
             if self.swap_if_empty:
@@ -176,7 +207,13 @@ class Stage:
             if before_commit:
                 before_commit(None, counts)
             return counts
-        if count_by_source:
+        return self.move_in(self.checked(count_by_source, before_commit))
+
+    def checked(self, count_by_source: bool, before_commit: CommitCheck | None = None) -> dict[str, int]:
+        """The stage's rows (per source), once the checks before a commit passed."""
+        if self.table is None:  # nothing staged (not a MergeTree): nothing counted here
+            counts = {"": 0}
+        elif count_by_source:
             counts = {
                 r["_source"]: int(r["n"])
                 for r in self.db.rows(f"SELECT _source, count() AS n FROM {self.table.sql} GROUP BY _source")
@@ -185,6 +222,10 @@ class Stage:
             counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
         if before_commit:
             before_commit(self.table, counts)
+        return counts
+
+    def move_in(self, counts: dict[str, int]) -> dict[str, int]:
+        """Move the checked rows (`counts`, from `checked`) into the target."""
         if self.guard is not None:
             self.guard()  # last: nothing slow may run between the check and the ATTACH
         # One commit at a time in this process: a swap must not race another batch's ATTACH
@@ -195,6 +236,14 @@ class Stage:
     def _move_in(self, counts: dict[str, int]) -> dict[str, int]:
         assert self.table is not None
         if self._swapped():
+            return counts
+        if self.replicated and copying_in():
+            try:
+                self.db.execute(
+                    f"INSERT INTO {self.target.sql} SELECT * FROM {self.table.sql}", NO_DEDUPLICATION, self.context
+                )
+            except TransientTargetError as exc:
+                raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
             return counts
         if self.modern:
             # One statement for every partition: no partition list to read first.

@@ -211,3 +211,16 @@ def test_cluster_option_makes_tables_on_every_node(cluster: ClickHouseCluster, d
         columns = node.query(f"SELECT table FROM system.columns WHERE database = '{db}' AND name = 'extra'").split()
         assert sorted(columns) == ["made", "made_local"]
     assert _n(cluster.node(3), "SELECT sum(extra) FROM made", db) == 7
+
+
+def test_random_key_spreads_batches_over_shards(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """Sharded by rand(): whole batches go to one shard, in turn, so both shards get some
+    (each batch took a whole cycle of turns, and every batch went to shard 1)."""
+    _distributed(cluster, db, "ev", "c2x1", "rand()")
+    data = _files(tmp_path / "data", 8)
+    report = chute.load(
+        str(data), "ev", cluster.node(0).target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster)))
+    )
+    assert report.ok and report.rows_loaded == report.table_rows == 8 * ROWS
+    shards = [_n(cluster.node(i), "SELECT count() FROM ev_local", db) for i in (0, 2)]
+    assert sum(shards) == 8 * ROWS and min(shards) > 0, shards
