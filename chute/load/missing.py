@@ -12,11 +12,15 @@ many of its values are missing; the mask says which columns had some.
 from __future__ import annotations
 
 from chute.load.context import LoadContext
-from chute.load.values import strip_wrappers
+from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
 from chute.sql import quote_ident
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
+
+INPUT_ALIAS = "__chute_in"
+"""The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`
+(the name alone is the SELECT's value of that name, not NULL)."""
 
 COUNTED_FORMATS = frozenset({"JSONEachRow", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats whose missing values are counted on the way in. Not CSV/TSV: reading their columns
@@ -41,15 +45,25 @@ def nullable_read(type_sql: str) -> str:
     return f"Nullable({type_sql})"
 
 
-def mask_sql(flags: list[tuple[int, str]]) -> str:
+def not_null(ident: str, type_sql: str) -> str:
+    """SQL of a watched column read Nullable as its value: the NULL's default. The value under a
+    NULL is the type's zero, taken as it is (no copy); an Enum's default is its first name instead."""
+    inner = strip_wrappers(type_sql)[0]
+    return f"ifNull({ident}, {default_of(inner)})" if inner.startswith("Enum") else f"assumeNotNull({ident})"
+
+
+def mask_sql(flags: list[tuple[int, str]], kept: str | None = None) -> str:
     """SQL of the row's mask: bit i (at most the last) set where the i-th input column's value is
-    missing; `flags` are (column index, SQL that is 1 where it is missing)."""
+    missing; `flags` are (column index, SQL that is 1 where it is missing). With `kept`, 0 where
+    that SQL is false (a row whose values do not fit: a rejected row, not a loaded one)."""
     low = [f"{flag} * {2**i}" for i, flag in flags if i < MASK_BITS - 1]
     high = [flag for i, flag in flags if i >= MASK_BITS - 1]
     parts = [f"toUInt64({' + '.join(low)})"] if low else []
     if high:
         parts.append(f"bitShiftLeft(toUInt64({' OR '.join(high)}), {MASK_BITS - 1})")
     sql = parts[0] if len(parts) == 1 else f"bitOr({parts[0]}, {parts[1]})" if parts else "toUInt64(0)"
+    if kept is not None:
+        sql = f"{sql} * ({kept})"
     return f"{sql} AS {quote_ident(MASK_COLUMN)}"
 
 

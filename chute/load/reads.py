@@ -6,8 +6,8 @@ import re
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
-from chute.load.missing import COUNTED_FORMATS, mask_sql, nullable_read, watched
-from chute.load.values import binary_read, default_of, fast_read, strip_wrappers
+from chute.load.missing import COUNTED_FORMATS, INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
+from chute.load.values import binary_read, fast_read
 from chute.schema import Column, structure
 from chute.sources.base import table_function
 from chute.sql import quote_ident, quote_str
@@ -17,8 +17,6 @@ ROW_FIX_BLOCK = 8192
 """Rows per parsed block for CSV/TSV with a header under parallel parsing (see `Reads.row_number`)."""
 UNFIT_ROW = 2**62
 """Added to the `_source_row` of a row whose values do not fit, where such rows are flagged."""
-INPUT_ALIAS = "__chute_in"
-"""The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`."""
 PARSE_SEGMENT_BYTES = 10 * 2**20
 """The engine's min_chunk_bytes_for_parallel_parsing: the size of its first parsed segment."""
 
@@ -163,7 +161,7 @@ class Reads:
         # Cast to the table's exact types: an old server may hold String, DateTime.
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
         if flags is not None:
-            exprs.append(mask_sql(flags))
+            exprs.append(mask_sql(flags, " AND ".join(fits) if flag_unfit and fits else None))
             table_expr += f" AS {INPUT_ALIAS}"
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
@@ -188,15 +186,10 @@ class Reads:
             else:
                 fast = binary_read(col.name, col.type, fmt)
             if watch and flags is not None and (fast is None or fast.read_as.startswith("Nullable(")):
-                # The input's own column: the name alone is the SELECT's (not-NULL) value of that name.
                 flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
             if fast is None and watch:
                 read_as[i] = Column(col.name, nullable_read(col.type), col.default_kind, col.default_expression)
-                inner = strip_wrappers(col.type)[0]
-                # The value under a NULL is the column's zero: an Enum's default is its first name instead.
-                enum = inner.startswith("Enum")
-                taken = f"ifNull({ident}, {default_of(inner)})" if enum else f"assumeNotNull({ident})"
-                exprs.append(f"{taken} AS {ident}")
+                exprs.append(f"{not_null(ident, col.type)} AS {ident}")
             elif fast is None:
                 exprs.append(ident)
             else:

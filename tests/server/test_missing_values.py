@@ -187,3 +187,38 @@ def test_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
             want = zero[c] if row.get(c) is None else str(row[c])
             assert values[c] == want, (row, values)
         assert values["seven"] == ("7" if "seven" not in row else "1")
+
+
+def test_dirty_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
+    """A file with bad rows too (the one-pass way on the embedded engine, the careful pass on
+    the server): the loaded rows' missing values are counted, the rejected rows' are not."""
+    _make_table(dest)
+    data = _json_rows(1, 30, holes=True)
+    lines = [json.dumps(r) for r in data]
+    bad = {4: '{"id": 1000, "n": "not a number"}', 10: '{"id": 1001, "n": null'}  # a bad value, broken JSON
+    for at, line in sorted(bad.items(), reverse=True):
+        lines.insert(at, line)
+    (tmp_path / "dirty.jsonl").write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path / "dirty.jsonl")], table="t", target=dest)
+    assert report.ok, report.files
+    assert (report.rows_loaded, report.rows_rejected) == (len(data), len(bad))
+    expected = sum(any(r.get(c) is None for c in WATCHED) for r in data)
+    assert report.rows_defaulted == expected > 0
+
+
+def test_parquet_with_values_that_do_not_fit_counts_the_loaded_rows(tmp_path: Path, dest: str) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    small = [1, None, 300, None, 7]  # 300 does not fit UInt8: a rejected row
+    table = pa.table({"id": pa.array([1, 2, 3, 4, 5], pa.int64()), "small": pa.array(small, pa.int64())})
+    pq.write_table(table, tmp_path / "s.parquet")
+    ddl = (
+        "CREATE TABLE t (id Int64, small UInt8, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY id"
+    )
+    server_query(dest, ddl) if "://" in dest else open_engine(dest).execute(ddl)
+    report = chute.load([str(tmp_path / "s.parquet")], table="t", target=dest)
+    assert report.ok, report.files
+    assert (report.rows_loaded, report.rows_rejected) == (4, 1)
+    assert report.rows_defaulted == sum(v is None for v in small) and report.defaulted_columns == ["small"]
+    assert rows(dest, "SELECT id, small FROM t ORDER BY id") == [["1", "1"], ["2", "0"], ["4", "0"], ["5", "7"]]
