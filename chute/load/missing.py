@@ -65,9 +65,9 @@ def mask_sql(flags: list[tuple[int, str]], kept: str | None = None) -> str:
         shifted = flag if bit % 8 == 0 else f"bitShiftLeft({flag}, {bit % 8})"
         by_byte.setdefault(bit // 8, []).append(shifted)
     parts = []
-    for byte, shifted in sorted(by_byte.items()):
-        packed = shifted[0]
-        for more in shifted[1:]:
+    for byte, in_byte in sorted(by_byte.items()):
+        packed = in_byte[0]
+        for more in in_byte[1:]:
             packed = f"bitOr({packed}, {more})"
         parts.append(f"toUInt64({packed})" if byte == 0 else f"bitShiftLeft(toUInt64({packed}), {8 * byte})")
     sql = parts[0] if parts else "toUInt64(0)"
