@@ -31,6 +31,7 @@ the clients (chute, the pipe, this script) to core 1 (`taskset -c 1`).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shlex
@@ -49,6 +50,7 @@ from bench.common import median, print_table, save_results
 from chute.engine import open_engine
 from chute.sources import SourceOptions
 from chute.sources.database import DatabaseSource
+from chute.sources.database.exact import decimal, temporal
 from tests.harness.extservers import (
     MARIADB_CLIENT,
     TEST_DATABASE,
@@ -160,25 +162,26 @@ class Side:
         return f"SELECT * FROM {self.dialect}({quoted}) WHERE {where}"
 
     def text_read(self, rows: int) -> tuple[list[str], str]:
-        """The whole table as chute reads it (numeric as text, cast by the engine), to Null."""
+        """The whole table as chute reads it (numeric and timestamps as text, converted exactly), to Null."""
         args = [self.server.address, TEST_DATABASE, "t", TEST_USER, TEST_PASSWORD]
         if self.dialect == "postgresql":
             args.append("public")
         engine = "PostgreSQL" if self.dialect == "postgresql" else "MySQL"
         quoted = ", ".join(f"'{a}'" for a in args)
-        at = "DateTime64(6)"
-        flag = "UInt8" if self.dialect == "postgresql" else "Int8"
+        pg = self.dialect == "postgresql"
+        flag = "UInt8" if pg else "Int8"
         structure = (
-            f"id Int64, name String, amount Nullable(String), at Nullable({at}), qty Nullable(Int32), "
+            "id Int64, name String, amount Nullable(String), at Nullable(String), qty Nullable(Int32), "
             f"note Nullable(String), flag Nullable({flag})"
         )
+        at = temporal("at", "DateTime64(6, 'UTC')", "UTC", pg, pg)
         setup = [
             "CREATE DATABASE IF NOT EXISTS bench_read ENGINE = Memory",
             "DROP TABLE IF EXISTS bench_read.t",
             f"CREATE TABLE bench_read.t ({structure}) ENGINE = {engine}({quoted})",
         ]
         return setup, (
-            "SELECT id, name, CAST(amount, 'Nullable(Decimal(12, 2))'), at, qty, note, flag FROM bench_read.t "
+            f"SELECT id, name, {decimal('amount', 'Decimal(12, 2)', False)}, {at}, qty, note, flag FROM bench_read.t "
             f"WHERE id >= 1 AND id < {rows + 1} FORMAT Null"
         )
 
@@ -260,11 +263,13 @@ def bench_one(side: Side, args: argparse.Namespace, work: Path, client: list[str
     shutil.rmtree(first)
 
     times: dict[str, list[float]] = {"chute": [], "pipe": []}
+    cpu: dict[str, list[float]] = {"chute": [], "pipe": []}
     sums: dict[str, dict[str, object]] = {}
     notes: list[str] = []
     for round_ in range(args.repeat):
         for method in ("chute", "pipe") if round_ % 2 == 0 else ("pipe", "chute"):
             directory = str(work / f"{method}-{round_}")
+            before = _children_cpu()
             if method == "chute":
                 command = [*client, sys.executable, "-m", "chute.cli", "load", url, "--table", "t"]
                 command += ["--target", directory, "--json"]
@@ -282,6 +287,7 @@ def bench_one(side: Side, args: argparse.Namespace, work: Path, client: list[str
                     env={**ENV, "READER": PIPE_READER, "STRUCTURE": structure},
                 )
             times[method].append(seconds)
+            cpu[method].append(_children_cpu() - before)
             sums[method] = checksum(directory)
             shutil.rmtree(directory)
     if sums["chute"] != sums["pipe"] or sums["chute"]["n"] != args.rows:
@@ -298,7 +304,8 @@ def bench_one(side: Side, args: argparse.Namespace, work: Path, client: list[str
         union = " UNION ALL ".join(side.function(f"id > {i * step} AND id <= {(i + 1) * step}") for i in range(parts))
         label = f"engine {side.dialect}() to Null, {parts} stream{'s' if parts > 1 else ''}"
         bounds[label] = median([engine_seconds(f"SELECT * FROM ({union}) FORMAT Null") for _ in range(3)])
-    bounds[f"engine {side.dialect} read as chute reads it (numeric as text), 1 stream"] = median(
+    as_chute = f"engine {side.dialect} read as chute reads it (numeric, timestamps as text, converted), 1 stream"
+    bounds[as_chute] = median(
         [engine_seconds(side.text_read(args.rows)[1], side.text_read(args.rows)[0]) for _ in range(3)]
     )
     source = DatabaseSource([url.replace(f"{TEST_USER}@", f"{TEST_USER}:{TEST_PASSWORD}@")], SourceOptions())
@@ -311,19 +318,30 @@ def bench_one(side: Side, args: argparse.Namespace, work: Path, client: list[str
 
     chute_s, pipe_s = median(times["chute"]), median(times["pipe"])
     print_table(
-        ["method", "seconds (median)", "rows/s", "runs"],
+        ["method", "seconds (median)", "rows/s", "client CPU s (median)", "runs"],
         [
-            [m, f"{median(ts):.2f}", f"{args.rows / median(ts):,.0f}", " ".join(f"{t:.2f}" for t in ts)]
+            [
+                m,
+                f"{median(ts):.2f}",
+                f"{args.rows / median(ts):,.0f}",
+                f"{median(cpu[m]):.2f}",
+                " ".join(f"{t:.2f}" for t in ts),
+            ]
             for m, ts in times.items()
         ],
     )
     print(f"\nP7 {side.dialect}: pipe / chute = {pipe_s / chute_s:.2f}x (target >= 1.0); tables equal: {sums['chute']}")
     print(f"chute planning: {planning:.3f} s (target <= 0.1 s)")
-    print("chute's notes: " + "; ".join(notes))
+    streams = [n for n in notes if " stream" in n]
+    print("streams chute chose, and why: " + ("; ".join(streams) or "(no note)"))
+    others = [n for n in notes if n not in streams]
+    if others:
+        print("chute's other notes: " + "; ".join(others))
     print("\nwhat bounds it (medians of 3):")
     print_table(["step", "seconds"], [[k, f"{v:.3f}"] for k, v in bounds.items()])
     return {
         "times": times,
+        "client_cpu": cpu,
         "ratio_pipe_over_chute": pipe_s / chute_s,
         "planning_seconds": planning,
         "bounds": bounds,
@@ -351,6 +369,9 @@ def main() -> int:
         print("bench_database: --split-cores needs 2 cores", file=sys.stderr)
         return 1
 
+    # An installed package has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile
+    # every module of chute on each run (~0.1 s of CPU the pipe, importing little, does not pay).
+    compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "chute"), quiet=1)
     results: dict[str, object] = {}
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}; split cores: {args.split_cores}")
     for name in wanted:
@@ -375,6 +396,12 @@ def main() -> int:
     )
     print(f"results: {path}")
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: chute, or both ends of the pipe."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def _timed(fn: Callable[[], object]) -> float:

@@ -5,6 +5,9 @@
 >>> report.rows_loaded
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from chute.errors import (
     ChuteError,
     LoadFailed,
@@ -14,11 +17,30 @@ from chute.errors import (
     TransientTargetError,
     UsageError,
 )
-from chute.export import ExportOptions, ExportReport, export
 from chute.inspect import query, status
 from chute.load import LoadOptions, load
 from chute.report import FileResult, LoadReport
-from chute.timing import TimingReport, time_queries
+
+if TYPE_CHECKING:
+    from chute.export import ExportOptions, ExportReport, export
+    from chute.timing import TimingReport, time_queries
+
+_LAZY = {
+    "ExportOptions": "chute.export",
+    "ExportReport": "chute.export",
+    "export": "chute.export",
+    "TimingReport": "chute.timing",
+    "time_queries": "chute.timing",
+}
+"""Imported when first used: `chute load` starts without them (chute.export brings S3 and HTTP)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chute' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __version__ = "0.1.0"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,21 @@ NO_SERVER = "clickhouse-server is not installed: run ./scripts/test, which insta
 
 def _require_server() -> bool:
     return os.environ.get("CHUTE_REQUIRE_SERVER", "") == "1"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `pytest -n N`, each test module runs in one process, so its servers start once,
+    and every `test_cluster*` module in the same one, so one cluster serves them all.
+
+    (pytest-xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "cluster" if Path(module).name.startswith("test_cluster") else module
+
+    return ByModule(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

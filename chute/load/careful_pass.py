@@ -16,7 +16,7 @@ from chute.load.missing import record_missing
 from chute.load.outcome import Plan, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
-from chute.load.values import binary_read, strip_wrappers
+from chute.load.values import strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
 from chute.sql import quote_ident, quote_str
@@ -112,7 +112,7 @@ class CarefulPass:
     # -- typed files (Parquet, ORC, Arrow, Native) ----------------------------
 
     def _run_typed(self, unit: Unit, plan: Plan) -> None:
-        """A typed file with values that do not fit their columns (chute.load.values.binary_read):
+        """A typed file (or database range) with values that do not fit their columns (Reads.checked_read):
         the rows whose values fit load; the others go to the rejects table, each with its
         values as a JSON object and the first column that does not fit. Two reads of the
         file, nothing held in memory: the rows are told apart by the same check."""
@@ -181,7 +181,7 @@ class CarefulPass:
         """Why a row of a typed file does not fit: the first column whose value does not."""
         parts = []
         for column, read in zip(self.ctx.input_columns(), read_as, strict=True):
-            fast = binary_read(column.name, column.type, unit.fmt.format)
+            fast = self.reads.checked_read(unit, column)
             if fast is None:
                 continue
             shown = f"substring(toString({quote_ident(read.name)}), 1, 200)"

@@ -7,9 +7,9 @@ import re
 from chute.engine import Settings
 from chute.load.context import LoadContext
 from chute.load.missing import COUNTED_FORMATS, INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
-from chute.load.values import binary_read, fast_read
+from chute.load.values import FastRead, binary_read, fast_read
 from chute.schema import Column, structure
-from chute.sources.base import table_function
+from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
 from chute.units import Unit
 
@@ -176,15 +176,10 @@ class Reads:
         read_as = list(inputs)
         exprs = []
         fits = []
-        fmt = unit.fmt.format
         for i, col in enumerate(inputs):
-            marker = col.null_marker if fmt in ("CSV", "TSV") else ""
             watch = flags is not None and watched(col)
             ident = quote_ident(col.name)
-            if unit.fmt.is_text:
-                fast = fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=watch)
-            else:
-                fast = binary_read(col.name, col.type, fmt)
+            fast = self.checked_read(unit, col, counted=watch)
             if watch and flags is not None and (fast is None or fast.read_as.startswith("Nullable(")):
                 flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
             if fast is None and watch:
@@ -199,6 +194,20 @@ class Reads:
                 exprs.append(f"{fast.lenient if flag_unfit else fast.value} AS {quote_ident(col.name)}")
                 fits.append(fast.fits)
         return read_as, exprs, fits
+
+    def checked_read(self, unit: Unit, col: Column, counted: bool = False) -> FastRead | CheckedRead | None:
+        """How the fast path reads a column whose values the engine's reader could change (see
+        chute.load.values): text files (`fast_read`), typed files (`binary_read`), or what the
+        source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is.
+        `counted`: a missing value shows as NULL in the column read (see values.fast_read)."""
+        fmt = unit.fmt.format
+        if unit.fmt.is_text:
+            marker = col.null_marker if fmt in ("CSV", "TSV") else ""
+            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=counted)
+        source = self.ctx.source
+        if isinstance(source, CheckedValues):
+            return source.checked_read(unit, col.name, col.type)
+        return binary_read(col.name, col.type, fmt)
 
     # -- partition order ------------------------------------------------------
 

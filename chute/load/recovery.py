@@ -17,6 +17,7 @@ from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, Usage
 from chute.load.context import LoadContext
 from chute.load.outcome import told_of
 from chute.load.values import WIDE_READ_FORMATS
+from chute.sources.base import CheckedValues
 from chute.units import Unit
 
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
@@ -24,7 +25,7 @@ UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\
 CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats whose bad rows can be told apart from good ones by a careful pass."""
 UNFIT_VALUE = re.compile(r"column .*: a value does not fit ")
-"""chute's own check of a typed file's values (chute.load.values.binary_read) failed the read."""
+"""chute's own check of a typed unit's values (chute.load.reads.Reads.checked_read) failed the read."""
 
 
 class Step(enum.Enum):
@@ -86,7 +87,9 @@ class Recovery:
     def for_unit(self, unit: Unit, exc: ChuteError) -> Decision:
         """A file the fast path could not load: a careful pass if it is text, else it fails."""
         opts = self.ctx.opts
-        typed_unfit = unit.fmt.format in WIDE_READ_FORMATS and UNFIT_VALUE.search(str(exc)) is not None
+        typed_unfit = (
+            unit.fmt.format in WIDE_READ_FORMATS or isinstance(self.ctx.source, CheckedValues)
+        ) and UNFIT_VALUE.search(str(exc)) is not None
         careful = (
             (unit.fmt.format in CAREFUL_FORMATS or typed_unfit)
             and not opts.strict

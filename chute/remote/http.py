@@ -12,11 +12,12 @@ import os
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chute.errors import UsageError
+
+if TYPE_CHECKING:  # httpx costs ~0.1 s to import: only the loads that speak HTTP import it
+    import httpx
 
 T = TypeVar("T")
 
@@ -26,6 +27,8 @@ BACKOFF_SECONDS = 0.2
 
 def http_client(**options: Any) -> httpx.Client:
     """An httpx client; a TLS setup that fails (SSL_CERT_FILE naming no file) is one line."""
+    import httpx
+
     try:
         return httpx.Client(**options)
     except (OSError, ssl.SSLError) as exc:
@@ -107,6 +110,8 @@ def send_retrying(
         if response.status_code >= 500 and attempt < attempts - 1:
             raise _ServerBusy
         return response
+
+    import httpx
 
     return retry(once, attempts, backoff, lambda exc: isinstance(exc, (httpx.HTTPError, _ServerBusy)))
 

@@ -16,13 +16,14 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from chute.errors import SourceError, TargetError, UsageError
 from chute.remote.http import TryAgain, http_client, http_date_ns, send_retrying
 from chute.remote.sigv4 import Credentials, canonical_query, quote_path, sign
+
+if TYPE_CHECKING:  # httpx costs ~0.1 s to import: only the loads that speak HTTP import it
+    import httpx
 from chute.sql import quote_str
 
 ENGINE_GLOB_CHARS = frozenset("*?[]{}")
@@ -136,6 +137,8 @@ class S3Client:
 
     def client(self) -> httpx.Client:
         """One client (thread-safe, keeps connections alive) for every request."""
+        import httpx
+
         with self._lock:
             if self._http is None:
                 self._http = http_client(timeout=httpx.Timeout(60.0, connect=10.0), follow_redirects=False)
@@ -160,6 +163,7 @@ class S3Client:
 
     def send(self, method: str, bucket: str, key: str, params: Mapping[str, str], what: str) -> httpx.Response:
         """One signed request, retried on network errors and 5xx; follows S3's region hint once."""
+        import httpx
 
         def once() -> httpx.Response:
             url = self.object_url(bucket, key)

@@ -172,6 +172,32 @@ class RowPositions(Protocol):
 
 
 @dataclass(frozen=True)
+class CheckedRead:
+    """How the loader reads a column whose source text it converts and checks itself (see `CheckedValues`):
+    SQL over the column as `read_as`, as chute.load.values.FastRead has it."""
+
+    read_as: str
+    """The type the source gives the column as (its text)."""
+    value: str
+    """The converted value; fails the SELECT (`column NAME: a value does not fit TYPE`) where it does not fit."""
+    fits: str
+    """The value fits (or is NULL)."""
+    lenient: str
+    """The converted value that never fails: the column's NULL or default where it does not fit."""
+
+
+@runtime_checkable
+class CheckedValues(Protocol):
+    """A source of typed rows (not text files) with values a column may not hold exactly (a database's
+    zero dates, NaN numerics): the loader reads them as text, converts exactly, and a value that does
+    not fit makes its row a reject (the careful pass of typed units), not a changed value."""
+
+    def checked_read(self, unit: Unit, name: str, type_sql: str) -> CheckedRead | None:
+        """How to read column `name` of `unit` into `type_sql`; None: as the source reads it."""
+        ...
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     """How to reach and read sources; credentials never appear in messages."""
 

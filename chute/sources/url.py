@@ -24,8 +24,7 @@ import urllib.parse
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from chute.capabilities import Capabilities
 from chute.errors import SourceError, UsageError
@@ -43,6 +42,9 @@ from chute.sources.base import (
 )
 from chute.sql import quote_str
 from chute.units import Unit
+
+if TYPE_CHECKING:  # httpx costs ~0.1 s to import: only the loads that speak HTTP import it
+    import httpx
 
 PROBES = 16
 """HEAD requests in flight while planning."""
@@ -131,6 +133,8 @@ class UrlSource(SourceBase, EngineRowNumbers, ServerReadable):
     # -- HTTP ---------------------------------------------------------------
 
     def _client(self) -> httpx.Client:
+        import httpx
+
         with self._lock:
             if self._http is None:
                 self._http = http_client(
@@ -141,6 +145,8 @@ class UrlSource(SourceBase, EngineRowNumbers, ServerReadable):
             return self._http
 
     def _request(self, method: str, target: _Target, extra: Mapping[str, str] | None = None) -> httpx.Response:
+        import httpx
+
         headers = dict(extra or {})
         if target.authorization:
             headers["Authorization"] = target.authorization

@@ -58,14 +58,21 @@ floats); MySQL writes TIMESTAMP in the server's time_zone, read from its global
 variables (exact for UTC and named zones; a SYSTEM zone known only by an
 abbreviation such as EST is taken as that fixed offset). The rest is the
 engine's: numeric(p, s) -> Decimal(p, s), numeric without precision ->
-Decimal(38, 19) (a larger value fails the unit with the engine's message),
-json/jsonb, enums, time, interval, inet, money -> String, arrays -> Array (a
-NULL array is []), NOT NULL -> not Nullable.
+Decimal(38, 19), json/jsonb, enums, time, interval, inet, money -> String,
+arrays -> Array (a NULL array is []), NOT NULL -> not Nullable.
+
+Timestamps, dates and numerics are read as the server's text (a table of the
+engine's PostgreSQL/MySQL engine with those columns as String) and converted
+exactly (chute.sources.database.exact): a value its column cannot hold (MySQL
+zero and invalid dates, NaN, numerics past Decimal(38, 19), BC, infinity) fails
+the batch with `column C: a value does not fit T`, and the range's careful pass
+(`CheckedValues`) loads the rows that fit and keeps the others as rejects.
+`--where` and the --cursor column keep the engine's own reading.
 
 The password comes from the URL, else `--password-file`, else PGPASSWORD or
 MYSQL_PWD. It appears only inside the table function calls given to the engine
 (which masks it as [HIDDEN] in its own messages) and in the definitions of the
-planning dictionary and of the table that reads numeric columns as text (both
+planning dictionary and of the table that reads columns as text (both
 in Memory databases: never on disk, dropped after use); unit keys, `_source`,
 reports and messages use the URL without it, and engine text is scrubbed of it
 as well.

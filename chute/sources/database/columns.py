@@ -23,6 +23,11 @@ class SourceColumn:
     type: str
     expr: str
     zone: str = ""  # a timestamp with zone: the zone of the text the server writes and compares it in
+    exact: str = ""
+    """SQL of the value from the column read as text, NULL where it does not fit `type` exactly
+    (chute.sources.database.exact); "": the engine's reading is exact."""
+    text: bool = False
+    """The column is read as the server's text (`raw` is String), converted by `expr`."""
 
 
 @dataclass(frozen=True)

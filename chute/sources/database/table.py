@@ -8,8 +8,9 @@ from typing import Any
 
 from chute.engine import Engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
-from chute.sources.base import SourceOptions
+from chute.sources.base import CheckedRead, SourceOptions
 from chute.sources.database.columns import SourceColumn, one_reason, parse_structure, scrub_secret, split_nullable
+from chute.sources.database.exact import decimal, temporal
 from chute.sources.database.url import (
     CONNECTION_ERRORS,
     CURSOR_TYPE,
@@ -179,7 +180,9 @@ class DatabaseTable:
         if u.dialect == "postgresql":
             same = f"table_schema = {pg_str(u.schema)} AND table_name = {pg_str(u.table)}"
             query = (
-                f"SELECT 'type:' || column_name AS id, 'type' AS k, column_name::text AS c, data_type::text AS v "
+                "SELECT 'type:' || column_name AS id, 'type' AS k, column_name::text AS c, "
+                "CASE WHEN data_type = 'numeric' AND numeric_scale IS NULL THEN 'numeric free' "
+                "ELSE data_type::text END AS v "
                 f"FROM information_schema.columns WHERE {same} "
                 "UNION ALL SELECT 'key:' || column_name, 'key', column_name::text, ordinal_position::text "
                 f"FROM information_schema.key_column_usage WHERE {same} AND constraint_name IN ("
@@ -235,15 +238,21 @@ class DatabaseTable:
             elif kind == "timestamp" and self.server_zone:
                 wall_zone = self.server_zone
             zone = wall_zone if kind in ("timestamp with time zone", "timestamp") else ""
+            offset = pg and kind == "timestamp with time zone"
+            exact = temporal(ident, split_nullable(utc_type)[1], wall_zone, pg, offset)
             if wall_zone == self.zone:
-                return SourceColumn(name, raw, utc_type, f"CAST({ident}, {quote_str(utc_type)})", zone)
+                return SourceColumn(name, raw, utc_type, f"CAST({ident}, {quote_str(utc_type)})", zone, exact or "")
             text = f"toString({ident})"
             parse = (
                 f"toDateTime64({text}, {precision}, {quote_str(wall_zone)})"
                 if precision
                 else f"toDateTime({text}, {quote_str(wall_zone)})"
             )
-            return SourceColumn(name, raw, utc_type, f"CAST({parse}, {quote_str(utc_type)})", zone)
+            return SourceColumn(name, raw, utc_type, f"CAST({parse}, {quote_str(utc_type)})", zone, exact or "")
+        if inner in ("Date", "Date32"):
+            return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC", pg) or "")
+        if inner.startswith("Decimal"):
+            return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner, kind == "numeric free"))
         return SourceColumn(name, raw, raw, ident)
 
     def _mysql_zone(self) -> str | None:
@@ -310,25 +319,27 @@ class DatabaseTable:
         `extras` (`expression AS name`) are computed on the raw columns too."""
         return f"(SELECT {', '.join(['*', *extras])} FROM {self.source}{self.raw_filter(where)})"
 
-    def read_decimals_as_text(self, name: str) -> None:
-        """Read numeric (DECIMAL) columns as their text, cast to Decimal by the engine.
+    def read_as_text(self, name: str) -> None:
+        """Read the columns the engine's reader could change (timestamps, dates, numerics: see
+        chute.sources.database.exact) as the server's text, converted exactly by the engine.
 
-        The engine's PostgreSQL and MySQL readers parse each numeric value on its own
+        Faster too: the engine's readers parse each numeric and MySQL timestamp on its own
         (measured on 3 M rows of numeric(12, 2): 0.9 s of CPU for PostgreSQL, 1.1 s for
-        MariaDB, as much as all other columns together); a cast of the text column is
+        MariaDB, as much as all other columns together); a conversion of the text column is
         vectorized. A table function takes no column types, so the rows come through a
         table of the engine's PostgreSQL or MySQL engine, `name`, in a Memory database
-        (the password in its definition never reaches the disk); --where keeps the table
-        function (its SQL compares the columns as Decimal). Timestamps stay the engine's:
-        its text cast reads MySQL's zero dates as garbage where its reader gives 1970.
+        (the password in its definition never reaches the disk). --where keeps the table
+        function and the engine's reading (its SQL compares the columns as their types);
+        so does the --cursor column (its values are compared on the server).
         """
-        decimal = {c.name for c in self.columns if split_nullable(c.raw)[1].startswith("Decimal(")}
-        if self.options.where or not decimal:
+        cursor = self.cursor.name if self.cursor is not None else None
+        texts = {c.name for c in self.columns if c.exact and c.name != cursor}
+        if self.options.where or not texts:
             return
         u = self.url
         text = {c.name: "Nullable(String)" if split_nullable(c.raw)[0] else "String" for c in self.columns}
         structure = ", ".join(
-            f"{quote_ident(c.name)} {text[c.name] if c.name in decimal else c.raw}" for c in self.columns
+            f"{quote_ident(c.name)} {text[c.name] if c.name in texts else c.raw}" for c in self.columns
         )
         args = [u.address, u.database, u.table, u.user, u.password] + ([u.schema] if u.dialect == "postgresql" else [])
         try:
@@ -342,12 +353,29 @@ class DatabaseTable:
             raise self.error(exc, "preparing the read") from None
         self.source = name
         self.columns = [
-            replace(c, raw=text[c.name], expr=f"CAST({quote_ident(c.name)}, {quote_str(c.type)})")
-            if c.name in decimal
-            else c
-            for c in self.columns
+            replace(c, raw=text[c.name], expr=self.strict(c), text=True) if c.name in texts else c for c in self.columns
         ]
         self.by_name = {c.name: c for c in self.columns}
+
+    @staticmethod
+    def strict(column: SourceColumn) -> str:
+        """The value of a column read as text; the read fails naming the column where one does not fit."""
+        ident = quote_ident(column.name)
+        message = quote_str(f"column {column.name}: a value does not fit {split_nullable(column.type)[1]}")
+        fits = f"isNull({ident}) OR isNotNull({column.exact})"
+        return f"CAST({column.exact} + throwIf(NOT ({fits}), {message}), {quote_str(column.type)})"
+
+    def checked_read(self, name: str, type_sql: str) -> CheckedRead | None:
+        """How the loader reads a column this table reads as text into its own type (see `CheckedValues`)."""
+        column = self.by_name.get(name)
+        if column is None or not column.text or column.type != type_sql:
+            return None
+        ident = quote_ident(name)
+        nullable, inner = split_nullable(type_sql)
+        missing = "NULL" if nullable else f"defaultValueOfTypeName({quote_str(inner)})"
+        fits = f"(isNull({ident}) OR isNotNull({column.exact}))"
+        lenient = f"CAST(if({fits}, {column.exact}, {missing}), {quote_str(type_sql)})"
+        return CheckedRead(column.raw, column.expr, fits, lenient)
 
     def select(self, where: str, structure: str | None, extras: tuple[str, ...] = ()) -> str:
         """SELECT a part of the table: chute's types, or `structure`'s names and types (plus `extras`)."""
@@ -370,6 +398,9 @@ class DatabaseTable:
             column = self.by_name.get(name)
             if column is None:
                 value = f"({default})" if default else f"defaultValueOfTypeName({quote_str(type_name)})"
+            elif column.text and type_name == column.raw:
+                # The text as the server wrote it: what checked_read asks for (and a String column gets).
+                value = quote_ident(name)
             else:
                 value = column.expr
                 source_nullable, source_inner = split_nullable(column.type)
