@@ -15,6 +15,9 @@ class FileResult:
     rows_rejected: int = 0
     bytes_in: int = 0
     error: str = ""
+    rows_defaulted: int = 0
+    """Loaded rows with a missing value (JSON null or absent key, a NULL in a typed file) that
+    took its column's default, the column not being Nullable."""
 
 
 @dataclass
@@ -36,6 +39,8 @@ class LoadReport:
     """Server targets: units loaded per method (client-convert, server-parse, server-side)."""
     method_why: list[str] = field(default_factory=list)
     """Why each method ran ("server-parse: ...")."""
+    defaulted_columns: list[str] = field(default_factory=list)
+    """The columns whose missing values took their default (see `rows_defaulted`)."""
 
     @property
     def files_total(self) -> int:
@@ -63,6 +68,20 @@ class LoadReport:
     @property
     def rows_rejected(self) -> int:
         return sum(f.rows_rejected for f in self.files)
+
+    @property
+    def rows_defaulted(self) -> int:
+        return sum(f.rows_defaulted for f in self.files)
+
+    @property
+    def defaulted_line(self) -> str:
+        """One line on the rows whose missing values took a default ('' for none)."""
+        n = self.rows_defaulted
+        if not n:
+            return ""
+        had = "row had" if n == 1 else "rows had"
+        names = ", ".join(self.defaulted_columns)
+        return f"{n:,} {had} a missing value that took the column default (columns {names})"
 
     @property
     def rows_read(self) -> int:
@@ -93,6 +112,8 @@ class LoadReport:
             "rows_read": self.rows_read,
             "rows_loaded": self.rows_loaded,
             "rows_rejected": self.rows_rejected,
+            "rows_defaulted": self.rows_defaulted,
+            "defaulted_columns": self.defaulted_columns,
             "bytes_in": self.bytes_in,
             "seconds": round(self.seconds, 3),
             "rows_per_s": round(self.rows_per_s, 1),
@@ -133,6 +154,7 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
             f"{report.files_skipped} skipped, {report.files_failed} failed",
         ),
         ("rows", f"{report.rows_read:,} read, {report.rows_loaded:,} loaded, {report.rows_rejected:,} rejected"),
+        *([("defaults", report.defaulted_line)] if report.rows_defaulted else []),
         ("bytes in", human_bytes(report.bytes_in)),
         *([("bytes sent", human_bytes(report.bytes_sent))] if report.bytes_sent else []),
         *([("round trips", f"{report.server_round_trips:,} to the server")] if report.server_round_trips else []),

@@ -275,3 +275,35 @@ def spread(count: int, take: int) -> list[int]:
     first = sorted({round(i * (count - 1) / (take - 1)) for i in range(take)}) if take > 1 else [0]
     chosen = set(first)
     return first + [i for i in range(count) if i not in chosen]
+
+
+def without_nullable(type_sql: str) -> str:
+    """`type_sql` with every Nullable(...) taken off, at any depth (`Array(Nullable(Int32))` is
+    `Array(Int32)`, `LowCardinality(Nullable(String))` is `LowCardinality(String)`); quoted text
+    (an Enum's names, a time zone) is left alone."""
+    out: list[str] = []
+    closers: list[bool] = []  # per open parenthesis: whether it is a Nullable( being dropped
+    i = 0
+    while i < len(type_sql):
+        ch = type_sql[i]
+        if ch == "'":
+            end = i + 1
+            while end < len(type_sql) and type_sql[end] != "'":
+                end += 2 if type_sql[end] == "\\" else 1
+            out.append(type_sql[i : end + 1])
+            i = end + 1
+            continue
+        if type_sql.startswith("Nullable(", i) and (
+            i == 0 or not (type_sql[i - 1].isalnum() or type_sql[i - 1] == "_")
+        ):
+            closers.append(True)
+            i += len("Nullable(")
+            continue
+        if ch == "(":
+            closers.append(False)
+        elif ch == ")" and closers and closers.pop():
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from chute.design.layout import Measurer, TypedColumn, create_table_ddl, key_candidates, partition, pick_winner
 from chute.design.model import ColumnChoice, LayoutTrial, Proposal, Request
 from chute.design.sample import SCRATCH_PREFIX, Sample, Scratch, load_sample
-from chute.design.types import HEADROOM, TypeChooser, Typed, cast
+from chute.design.types import HEADROOM, TypeChooser, Typed, cast, unwrap
 from chute.engine import Engine, open_engine
 from chute.errors import SchemaError, SourceError, UsageError
 from chute.schema import PROVENANCE_COLUMNS, marker_comment
@@ -33,10 +33,25 @@ def _codec_reason(sizes: Mapping[str, int], chosen: str, layout: str) -> str:
     return f"{label}: {best:,} bytes vs LZ4 {default:,} ({ratio:.1f}x) under {layout}; best tried: {tried}"
 
 
+def _with_stats(typed: Typed, file_nulls: bool) -> Typed:
+    """A scalar column the sample holds no NULL in, though a Parquet file's statistics count
+    some: Nullable after all (its rows past the sample have them)."""
+    if not file_nulls or "Nullable(" in typed.type or typed.type.startswith(("Array(", "Map(", "Tuple(")):
+        return typed
+    inner, low = unwrap(typed.type, "LowCardinality")
+    full = f"LowCardinality(Nullable({inner}))" if low else f"Nullable({typed.type})"
+    reason = f"{typed.reason}; Nullable: the file's statistics count NULLs the sample does not hold"
+    return dataclasses.replace(
+        typed, type=full, convert=lambda v: f"CAST({typed.convert(v)} AS {full})", reason=reason, nulls=1
+    )
+
+
 def _choose_columns(engine: Engine, sample: Sample, enums: bool, provenance: bool) -> list[TypedColumn]:
     chooser = TypeChooser(engine, sample.complete, enums)
     table = quote_ident(sample.table)
-    columns = [TypedColumn(n, t, chooser.choose(n, t, table)) for n, t in sample.columns]
+    columns = [
+        TypedColumn(n, t, _with_stats(chooser.choose(n, t, table), n in sample.stats_nulls)) for n, t in sample.columns
+    ]
     if provenance:
         columns += [
             TypedColumn(n, t, Typed(t, cast(t), "provenance column, filled by chute.load"))

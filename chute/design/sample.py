@@ -12,6 +12,7 @@ from chute.design.model import Request
 from chute.design.types import SCALAR_INPUT, unwrap
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError
+from chute.parquetmeta import null_free
 from chute.schema import (
     INFER_FILES,
     INFER_MORE_ROWS,
@@ -44,6 +45,8 @@ class Sample:
     files_read: int = 0
     complete: bool = False
     notes: list[str] = field(default_factory=list)
+    stats_nulls: set[str] = field(default_factory=set)
+    """Columns whose Parquet statistics count NULLs in a sampled file (the sample may hold none)."""
 
 
 class Scratch:
@@ -146,10 +149,23 @@ def load_sample(engine: Engine, scratch: Scratch, request: Request) -> Sample:
         sample.rows += got
         sample.files_read += 1
         exhausted += got < limit
+        sample.stats_nulls |= _parquet_nulls(engine, expressions[index], sample.columns)
     if failed:
         sample.notes.append(f"{failed} file(s) could not be read for the sample, e.g. {first_error}")
     sample.complete = exhausted == len(expressions)
     return sample
+
+
+def _parquet_nulls(engine: Engine, expression: str, columns: list[tuple[str, str]]) -> set[str]:
+    """Columns a Parquet file's statistics say hold NULLs (or cannot say); none for other formats."""
+    if expression.count(", 'Parquet'") != 1:
+        return set()
+    metadata = expression.replace(", 'Parquet'", ", 'ParquetMetadata'")
+    described = [Column(n, t) for n, t in columns]
+    try:
+        return {n for n, _ in columns} - null_free(engine, metadata, described)
+    except ChuteError:
+        return set()
 
 
 def _insert_sample(

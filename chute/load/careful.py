@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
+from chute.load.missing import INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
 from chute.load.values import (
     bad_conditions,
     conversion,
@@ -57,18 +58,26 @@ class CheckedRows:
         columns: list[Column],
         provenance: Callable[[str], dict[str, tuple[str, str]]],
         row_of: Callable[[str], str] = str,
+        count_missing: bool = False,
     ) -> str:
         """The good rows; `provenance(row)` maps a column to (SQL, type) given SQL for the
         row's `_source_row`, which `row_of` makes of the record's 1-based position (for a
-        byte range of a bigger file: plus the rows before it; for Kafka: the offset)."""
+        byte range of a bigger file: plus the rows before it; for Kafka: the offset).
+        `count_missing` (JSON parsed so, see check_json_lines): the last column is the mask
+        of the row's missing values (chute.load.missing)."""
+        flags: list[tuple[int, str]] = []
         if self.parsed is None:
             exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
             row, source = "row", f"{self.table.sql} WHERE reason = ''"
         else:
             exprs = []
-            for c in columns:
+            for i, c in enumerate(columns):
                 name = quote_ident(c.name)
-                if read_as_text(c.type):
+                if count_missing and watched(c):
+                    flags.append((i, f"isNull({INPUT_ALIAS}.{name})"))
+                if count_missing and watched(c) and not read_as_text(c.type):
+                    exprs.append(f"{not_null(name, c.type)} AS {name}")
+                elif read_as_text(c.type):
                     # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else default_of(inner)
@@ -76,13 +85,15 @@ class CheckedRows:
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
                     exprs.append(name)
-            row, source = "__chute_row", f"{self.parsed.sql} WHERE overflow = ''"
+            row, source = "__chute_row", f"{self.parsed.sql} AS {INPUT_ALIAS} WHERE overflow = ''"
         row = row_of(row)
         values = provenance(row)
         exprs += [
             f"CAST({row if name == '_source_row' else expr}, {quote_str(t)}) AS {name}"
             for name, (expr, t) in values.items()
         ]
+        if count_missing:
+            exprs.append(mask_sql(flags))
         return f"SELECT {', '.join(exprs)} FROM {source}"
 
     def rejects_select(
@@ -109,8 +120,10 @@ def check_json_lines(
     columns: list[Column],
     settings: dict[str, str | int | float],
     format_settings: dict[str, str | int | float],
+    count_missing: bool = False,
 ) -> CheckedRows:
-    """Check a JSON-lines file; a line is the unit of recovery.
+    """Check a JSON-lines file; a line is the unit of recovery. `count_missing`: watched columns
+    (chute.load.missing) are parsed Nullable, for `CheckedRows.good_select` to count.
 
     1. Lines that are not JSON objects are bad (cheap: one validity check).
     2. The others go, tagged with their record number, through the engine's own
@@ -123,7 +136,7 @@ def check_json_lines(
     parsed = TableName(None, f"_chute_parsed_{scratch}")
     lines = _read_lines(engine, file_expression_lines, scratch, settings)
     try:
-        _parse_readable(engine, lines, parsed, columns, format_settings)
+        _parse_readable(engine, lines, parsed, columns, format_settings, count_missing)
         checked = _materialize(
             engine,
             f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, if(isValidJSON(l.raw), 'not a JSON object', "
@@ -176,9 +189,11 @@ def _parse_readable(
     parsed: TableName,
     columns: list[Column],
     format_settings: dict[str, str | int | float],
+    count_missing: bool = False,
 ) -> None:
     """The JSON objects parsed by the engine into `parsed`, each with its line number
-    (`__chute_row`) and why a value does not fit its column (`overflow`)."""
+    (`__chute_row`) and why a value does not fit its column (`overflow`); with `count_missing`,
+    watched columns Nullable."""
     tagged_file = scratch_file("lines", ".jsonl")
     # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
     tagged = (
@@ -191,7 +206,11 @@ def _parse_readable(
             f"SELECT {tagged} FROM {lines.sql} WHERE ok",
             context="writing the readable lines",
         )
-        read_as = [f"{quote_ident(c.name)} {read_type(c.type)}" for c in columns]
+        nullable = {c.name for c in columns if count_missing and watched(c) and not read_as_text(c.type)}
+        read_as = [
+            f"{quote_ident(c.name)} {nullable_read(c.type) if c.name in nullable else read_type(c.type)}"
+            for c in columns
+        ]
         structure = ", ".join([*read_as, "__chute_row UInt64"])
         engine.execute(
             f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS overflow "

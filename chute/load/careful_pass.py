@@ -12,6 +12,7 @@ from collections.abc import Callable
 from chute.load.careful import CheckedRows, check_delimited, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
+from chute.load.missing import record_missing
 from chute.load.outcome import Plan, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
@@ -19,6 +20,7 @@ from chute.load.values import strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
 from chute.sql import quote_ident, quote_str
+from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
 
@@ -69,7 +71,7 @@ class CarefulPass:
         settings = {**read_settings, "max_threads": ctx.workers}
         lines = ctx.source.table_expression(unit, "line String", "LineAsString")
         if unit.fmt.format == "JSONEachRow":
-            return check_json_lines(engine, lines, inputs, settings, read_settings)
+            return check_json_lines(engine, lines, inputs, settings, read_settings, self.reads.counting([unit]))
         text_columns = [Column(c.name, "String") for c in inputs]
         delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         expression = ctx.source.table_expression(unit, structure(text_columns))
@@ -90,18 +92,22 @@ class CarefulPass:
     def _write_good(self, unit: Unit, checked: CheckedRows) -> dict[str, int]:
         ctx = self.ctx
         settings: dict[str, str | int | float] = {"max_threads": ctx.workers, "max_insert_threads": ctx.workers}
-        good = [
-            checked.good_select(ctx.input_columns(), functools.partial(self.reads.provenance, unit), self.row_of(unit))
-        ]
-        return ctx.target.write_batch(
+        counting = checked.parsed is not None and self.reads.counting([unit])
+        provenance = functools.partial(self.reads.provenance, unit)
+        good = [checked.good_select(ctx.input_columns(), provenance, self.row_of(unit), count_missing=counting)]
+        missing: dict[str, tuple[int, int]] | None = {} if counting else None
+        counts = ctx.target.write_batch(
             ctx.table,
-            ctx.insert_columns(),
+            ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
             self.reads.grouped(good, settings),
             settings,
             count_by_source=False,
             context=unit.key,
             before_commit=self.commit.unchanged_check([unit], by_line=True),
+            missing=missing,
         )
+        record_missing(ctx, [unit], missing)
+        return counts
 
     # -- typed files (Parquet, ORC, Arrow, Native) ----------------------------
 
@@ -154,16 +160,21 @@ class CarefulPass:
         if over is not None:
             fail(ctx, unit, f"{unit.key}: {over}; nothing of the file was loaded (see table {ctx.rejects.name})", plan)
             return
-        good = f"SELECT * FROM ({self.reads.select_sql([unit], flag_unfit=True)}) WHERE _source_row < {UNFIT_ROW}"
+        counting = self.reads.counting([unit])
+        read = self.reads.select_sql([unit], flag_unfit=True, count_missing=counting)
+        good = f"SELECT * FROM ({read}) WHERE _source_row < {UNFIT_ROW}"
+        missing: dict[str, tuple[int, int]] | None = {} if counting else None
         counts = ctx.target.write_batch(
             ctx.table,
-            ctx.insert_columns(),
+            ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
             [good],
             settings,
             count_by_source=False,
             context=unit.key,
             before_commit=self.commit.unchanged_check([unit], by_line=True),
+            missing=missing,
         )
+        record_missing(ctx, [unit], missing)
         done(ctx, [unit], plan, rows={unit.key: sum(counts.values())}, rejected={unit.key: rejected})
 
     def _typed_reasons(self, unit: Unit, read_as: list[Column]) -> str:

@@ -83,6 +83,9 @@ class LoadContext:
     """The load is one batch: nothing else writes the table while it commits."""
     deferred: list[tuple[Unit, ChuteError]] = field(default_factory=list)
     """Units the engine named in a failed batch, waiting for their careful pass."""
+    missing: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per unit key: rows whose missing values took their column's default, and the mask of
+    those columns (chute.load.missing), from the batches that committed."""
     csv_delimiter: str | None = None
     """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
     lock: threading.Lock = field(default_factory=threading.Lock)

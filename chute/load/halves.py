@@ -14,11 +14,12 @@ import os
 from chute.load import reads as read_sql
 from chute.load.commit import Commit
 from chute.load.context import LoadContext
+from chute.load.missing import record_missing
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName
-from chute.targets.staging import CommitCheck
+from chute.targets.staging import MASK_COLUMN, CommitCheck
 from chute.units import Unit
 
 HALVES_MIN_BYTES = 64 * 2**20
@@ -98,14 +99,18 @@ class Halves:
             first_row = self.reads.row_number(unit, True, block) if parallel else "rowNumberInAllBlocks() + 1"
             # `_row_number` counts from 0 in a half without a header, in parallel or not.
             second_row = f"{'_row_number' if parallel else 'rowNumberInAllBlocks()'} + {first_rows + 1}"
+            counting = self.reads.counting([unit])
             selects = [
-                self.reads.select_sql([first], row_expression=first_row, fd=first_fd),
-                self.reads.select_sql([second], fmt_name=unit.fmt.format, row_expression=second_row, fd=second_fd),
+                self.reads.select_sql([first], row_expression=first_row, fd=first_fd, count_missing=counting),
+                self.reads.select_sql(
+                    [second], fmt_name=unit.fmt.format, row_expression=second_row, fd=second_fd, count_missing=counting
+                ),
             ]
+            missing: dict[str, tuple[int, int]] | None = {} if counting else None
             with self.commit.nulls_guard([unit], check_off):
                 counts = self.ctx.target.write_batch(
                     self.ctx.table,
-                    self.ctx.insert_columns(),
+                    self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
                     selects,
                     settings,
                     count_by_source=False,  # one file: its rows are the stage's rows
@@ -114,7 +119,9 @@ class Halves:
                     concurrent=True,
                     swap_if_empty=self.ctx.single_batch,
                     written=written,
+                    missing=missing,
                 )
+        record_missing(self.ctx, [unit], missing)
         return {unit.source_name: sum(counts.values())} if by_source else counts
 
     @staticmethod

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from chute.errors import ChuteError
 from chute.load.context import LoadContext
+from chute.load.missing import column_names
 from chute.report import FileResult
 from chute.units import Unit
 
@@ -38,6 +39,11 @@ def done(
         result.state = "loaded"
         result.rows_loaded = rows.get(unit.key, 0)
         result.rows_rejected = (rejected or {}).get(unit.key, 0)
+        result.rows_defaulted, mask = ctx.missing.get(unit.key, (0, 0))
+        if mask:
+            with ctx.lock:
+                named = ctx.report.defaulted_columns
+                named += [n for n in column_names(mask, ctx.input_columns()) if n not in named]
     ctx.ledger.record(units, "done", ctx.load_id, rows=rows, rejected=rejected)
     units_done(ctx, units)
 

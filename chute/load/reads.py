@@ -6,6 +6,7 @@ import re
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
+from chute.load.missing import COUNTED_FORMATS, INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
 from chute.load.values import FastRead, binary_read, fast_read
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
@@ -86,7 +87,18 @@ class Reads:
         values.update({k: v for k, v in ctx.source.provenance_expressions(unit, row_expression).items() if k in wanted})
         return {name: (expr, types[name]) for name, expr in values.items()}
 
-    def selects(self, batch: list[Unit]) -> list[str]:
+    def counting(self, batch: list[Unit]) -> bool:
+        """Whether the batch's missing values are counted (chute.load.missing): its format can
+        hold them, the table has columns that take a default for them, and it loads through a
+        stage table (which holds the mask until it is counted)."""
+        ctx = self.ctx
+        return (
+            ctx.info.stageable
+            and all(u.fmt.format in COUNTED_FORMATS for u in batch)
+            and any(watched(c) for c in ctx.input_columns())
+        )
+
+    def selects(self, batch: list[Unit], count_missing: bool = False) -> list[str]:
         """The SELECTs that read a batch: one per stream the target takes.
 
         Files of one directory and format are read by a single file() call over
@@ -103,9 +115,9 @@ class Reads:
             for fmt_name, units in by_format.items():
                 combined = self.ctx.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
                 if combined is None:
-                    selects.extend(self.select_sql([u], parallel, block) for u in units)
+                    selects.extend(self.select_sql([u], parallel, block, count_missing=count_missing) for u in units)
                 else:
-                    selects.append(self.select_sql(units, parallel, block))
+                    selects.append(self.select_sql(units, parallel, block, count_missing=count_missing))
         return selects
 
     def select_sql(
@@ -117,13 +129,17 @@ class Reads:
         row_expression: str | None = None,
         fd: int | None = None,
         flag_unfit: bool = False,
+        count_missing: bool = False,
     ) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types;
         with `fd`, the one unit's bytes from that descriptor (see `range_fd`). With
         `flag_unfit` (one unit), a row whose values do not fit its columns is kept, not
-        refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass)."""
+        refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass).
+        With `count_missing`, the last column is the mask of the row's missing values
+        (chute.load.missing)."""
         unit = units[0]
-        read_as, exprs, fits = self.typed_columns(unit, flag_unfit)
+        flags: list[tuple[int, str]] | None = [] if count_missing else None
+        read_as, exprs, fits = self.typed_columns(unit, flag_unfit, flags)
         fmt_name = fmt_name or self.ctx.format_name(unit)
         row = row_expression or self.row_number(unit, parallel, block)
         if flag_unfit and fits:
@@ -144,19 +160,33 @@ class Reads:
             provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
         # Cast to the table's exact types: an old server may hold String, DateTime.
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+        if flags is not None:
+            exprs.append(mask_sql(flags, " AND ".join(fits) if flag_unfit and fits else None))
+            table_expr += f" AS {INPUT_ALIAS}"
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
-    def typed_columns(self, unit: Unit, flag_unfit: bool = False) -> tuple[list[Column], list[str], list[str]]:
+    def typed_columns(
+        self, unit: Unit, flag_unfit: bool = False, flags: list[tuple[int, str]] | None = None
+    ) -> tuple[list[Column], list[str], list[str]]:
         """The structure to read the input with, the SELECT's column expressions, and (with
-        `flag_unfit`: expressions that never fail) the conditions that the values fit."""
+        `flag_unfit`: expressions that never fail) the conditions that the values fit. With
+        `flags`, watched columns (chute.load.missing) are read Nullable, their NULL taken as
+        the default, and (column index, SQL: the value is missing) added to `flags`."""
         inputs = self.ctx.input_columns()
         read_as = list(inputs)
         exprs = []
         fits = []
         for i, col in enumerate(inputs):
-            fast = self.checked_read(unit, col)
-            if fast is None:
-                exprs.append(quote_ident(col.name))
+            watch = flags is not None and watched(col)
+            ident = quote_ident(col.name)
+            fast = self.checked_read(unit, col, counted=watch)
+            if watch and flags is not None and (fast is None or fast.read_as.startswith("Nullable(")):
+                flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
+            if fast is None and watch:
+                read_as[i] = Column(col.name, nullable_read(col.type), col.default_kind, col.default_expression)
+                exprs.append(f"{not_null(ident, col.type)} AS {ident}")
+            elif fast is None:
+                exprs.append(ident)
             else:
                 # Text parsers wrap, clamp and roll over values that do not fit: read wide or
                 # as text, convert exactly (values.fast_read).
@@ -165,14 +195,15 @@ class Reads:
                 fits.append(fast.fits)
         return read_as, exprs, fits
 
-    def checked_read(self, unit: Unit, col: Column) -> FastRead | CheckedRead | None:
+    def checked_read(self, unit: Unit, col: Column, counted: bool = False) -> FastRead | CheckedRead | None:
         """How the fast path reads a column whose values the engine's reader could change (see
         chute.load.values): text files (`fast_read`), typed files (`binary_read`), or what the
-        source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is."""
+        source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is.
+        `counted`: a missing value shows as NULL in the column read (see values.fast_read)."""
         fmt = unit.fmt.format
         if unit.fmt.is_text:
             marker = col.null_marker if fmt in ("CSV", "TSV") else ""
-            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker)
+            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=counted)
         source = self.ctx.source
         if isinstance(source, CheckedValues):
             return source.checked_read(unit, col.name, col.type)

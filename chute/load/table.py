@@ -14,7 +14,7 @@ from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
-from chute.parquetmeta import nullable_note
+from chute.parquetmeta import not_nullable, null_free
 from chute.schema import (
     INFER_FILES,
     INFER_MORE_ROWS,
@@ -185,16 +185,22 @@ class TableSetup:
             except ChuteError as exc:
                 last_error = exc
                 continue
-            columns = self._with_later_fields(unit, columns, readable[at + 1 :])
+            sampled = [(unit, columns)]
+            columns = self._with_later_fields(unit, columns, readable[at + 1 :], sampled)
+            if unit.fmt.format == "Parquet":
+                columns = self._parquet_nullability(columns, sampled)
             return self._created(self._inferred_ddl(unit, columns), on_ddl)
         if last_error is not None:
             raise last_error
         return None
 
-    def _with_later_fields(self, first: Unit, columns: list[Column], rest: list[Unit]) -> list[Column]:
+    def _with_later_fields(
+        self, first: Unit, columns: list[Column], rest: list[Unit], sampled: list[tuple[Unit, list[Column]]]
+    ) -> list[Column]:
         """The first file's columns and those of up to INFER_FILES - 1 files spread over the rest
         (INFER_MORE_ROWS rows of each), as one list (schema.union_columns): a field that appears
-        only in later files is a column too. A file that cannot be read here is left to its load."""
+        only in later files is a column too. A file that cannot be read here is left to its load.
+        The files read and their columns are added to `sampled`."""
         per_file = [columns]
         # Byte ranges of a big file are not files of their own: read without its header they
         # would name their fields c1, c2, ...
@@ -205,20 +211,37 @@ class TableSetup:
                 continue
             with contextlib.suppress(ChuteError):
                 per_file.append(self.infer(unit, INFER_MORE_ROWS))
+                sampled.append((unit, per_file[-1]))
         merged = union_columns(self.ctx.target.engine, per_file)
         for c in merged:
             if c.name not in {f.name for f in columns}:
                 self.ctx.report.notes.append(f"column {c.name} {c.type}: a field of later files, not of {first.key}")
         return merged
 
+    def _parquet_nullability(self, columns: list[Column], sampled: list[tuple[Unit, list[Column]]]) -> list[Column]:
+        """Parquet columns not Nullable where every sampled file holds no NULL in them, by its
+        statistics (pyarrow declares every column optional): a required column, or an optional
+        one without NULLs (list elements too). Files whose statistics cannot be read leave the
+        columns as they are."""
+        ctx = self.ctx
+        per_file = []
+        try:
+            for unit, described in sampled:
+                metadata = ctx.source.table_expression(unit, None, "ParquetMetadata")
+
+                def data(structure: str, unit: Unit = unit) -> str:
+                    return ctx.source.table_expression(unit, structure, "Parquet")
+
+                per_file.append((unit.key, described, null_free(ctx.target.engine, metadata, described, data)))
+        except ChuteError:
+            return columns
+        columns, note = not_nullable(columns, per_file)
+        ctx.report.notes.extend([note] if note else [])
+        return columns
+
     def _inferred_ddl(self, unit: Unit, columns: list[Column]) -> str:
         """CREATE TABLE for the columns inferred from `unit`, with provenance and types the target has."""
         ctx = self.ctx
-        if unit.fmt.format == "Parquet":
-            with contextlib.suppress(ChuteError):  # (a hint only)
-                metadata = ctx.source.table_expression(unit, None, "ParquetMetadata")
-                note = nullable_note(ctx.target.engine, metadata, unit.key, columns)
-                ctx.report.notes.extend([note] if note else [])
         clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | ctx.extra_names]
         if clash and ctx.opts.provenance:
             raise SchemaError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")

@@ -16,6 +16,7 @@ from chute.errors import ChuteError, SourceError, UsageError
 from chute.load.careful import RAW_LIMIT, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
+from chute.load.missing import record_missing
 from chute.load.outcome import Plan, batch_label, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.recovery import UNKNOWN_FIELD
@@ -23,7 +24,7 @@ from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.sizing import Sizing
 from chute.load.tolerant import SKIP_ERRORS, ErrorFiles, kept_row_to_position, scratch_path
 from chute.sql import TableName, quote_str
-from chute.targets.staging import CommitCheck
+from chute.targets.staging import MASK_COLUMN, CommitCheck
 from chute.units import Unit
 
 
@@ -62,16 +63,22 @@ class TolerantPass:
         outcome: dict[str, Any] = {}
         # The flag of a row whose values do not fit reads the columns, not the SELECT's aliases.
         settings = {**self.sizing.settings(batch), **SKIP_ERRORS, "prefer_column_name_to_alias": 1}
-        selects = [errors.wrap(u.key, self.reads.select_sql([u], flag_unfit=True), settings) for u in batch]
+        counting = self.reads.counting(batch)
+        selects = [
+            errors.wrap(u.key, self.reads.select_sql([u], flag_unfit=True, count_missing=counting), settings)
+            for u in batch
+        ]
+        missing: dict[str, tuple[int, int]] | None = {} if counting else None
         try:
             self.ctx.target.write_batch(
                 self.ctx.table,
-                self.ctx.insert_columns(),
+                self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
                 selects,
                 settings,
                 count_by_source=True,
                 context=f"{batch_label(batch)}, skipping bad rows",
                 before_commit=self._check(batch, errors, outcome),
+                missing=missing,
             )
         except Unreconciled:
             return False
@@ -81,6 +88,7 @@ class TolerantPass:
             return False  # (an overflow the SELECT's exact casts refuse, say): the careful pass
         finally:
             errors.remove()
+        record_missing(self.ctx, batch, missing)
         self._settle(batch, plan, outcome["counts"], outcome["rejected"], outcome["over"])
         return True
 

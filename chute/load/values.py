@@ -71,7 +71,7 @@ class FastRead:
     """SQL of the value that never fails: the column's NULL or default where the text does not fit."""
 
 
-def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "") -> FastRead | None:
+def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", counted: bool = False) -> FastRead | None:
     """How the fast path reads a checked column of a text file, or None to read it as its own type.
 
     A value that does not fit makes the SELECT fail, which sends the file to the careful
@@ -83,6 +83,9 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "") -> Fa
 
     A `null_marker` (a Nullable column of a CSV/TSV file, see schema.NULL_MARKERS) is read as
     text whatever the type: the marker is NULL, every other value is converted and checked.
+
+    `counted`: a missing value must show as NULL in the read column (chute.load.missing counts
+    it): integers are read Nullable too, and taken with assumeNotNull (the NULL's default).
     """
     if null_marker and not json:
         return _marker_read(name, type_sql, null_marker)
@@ -97,10 +100,12 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "") -> Fa
         if bits > 64:
             return None  # (read as it is: a wider read costs every row; see docs/loading.md)
         wide = "Float64" if bits <= 32 else "Int128"  # Float64 holds every 32-bit integer exactly
+        if counted and not nullable:
+            ident = f"assumeNotNull({ident})"  # (no copy: the values under the NULLs are 0)
         exact = f"accurateCastOrNull({ident}, {quote_str(inner)})"
         fits = f"(isNull({ident}) OR isNotNull({exact}))"
         return FastRead(
-            f"Nullable({wide})" if nullable else wide,
+            f"Nullable({wide})" if nullable or counted else wide,
             f"accurateCast({ident}, {quote_str(type_sql)})",
             fits,
             f"CAST(if({fits}, {exact}, {missing}), {quote_str(type_sql)})",

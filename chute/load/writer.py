@@ -18,12 +18,13 @@ from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
 from chute.load.methods import Methods
+from chute.load.missing import record_missing
 from chute.load.outcome import batch_label
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
 from chute.nullcheck import NullsInFile
-from chute.targets.staging import copied_in
+from chute.targets.staging import MASK_COLUMN, copied_in
 from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
@@ -146,16 +147,21 @@ class Writer:
     def _converted_once(self, batch: list[Unit], by_source: bool) -> dict[str, int]:
         settings = self.sizing.settings(batch)
         check_off = self.commit.null_check_off(batch, settings)
-        selects = self.reads.grouped(self.reads.selects(batch), settings)
+        counting = self.reads.counting(batch)
+        selects = self.reads.grouped(self.reads.selects(batch, count_missing=counting), settings)
         fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)
+        missing: dict[str, tuple[int, int]] | None = {} if counting else None
         with self.commit.nulls_guard(batch, check_off):
-            return self.ctx.target.write_batch(
+            counts = self.ctx.target.write_batch(
                 self.ctx.table,
-                self.ctx.insert_columns(),
+                self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
                 selects,
                 settings,
                 count_by_source=by_source,
                 context=batch_label(batch),
                 before_commit=self.commit.unchanged_check(batch, fix_rows=fix_rows, null_check_off=check_off),
                 swap_if_empty=self.ctx.single_batch,
+                missing=missing,
             )
+        record_missing(self.ctx, batch, missing)
+        return counts

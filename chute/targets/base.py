@@ -101,9 +101,14 @@ class Target(Protocol):
         concurrent: bool = False,
         swap_if_empty: bool = False,
         written: list[int] | None = None,
+        missing: dict[str, tuple[int, int]] | None = None,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false).
+
+        `missing`: the last column is staging.MASK_COLUMN (the table lacks it; only for a
+        table that stages); after the commit it holds, keyed as the counts, the rows with a
+        missing value and the OR of their masks (sources with none left out).
 
         `concurrent`: each SELECT is an INSERT of its own, all at once (each
         squashes its rows into blocks on its own), where `parallel_inserts`;

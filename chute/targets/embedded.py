@@ -95,6 +95,11 @@ class EmbeddedTarget:
         self.execute(f"SYSTEM START MERGES {table.sql}", context=context)
         self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
 
+    def _mutate_held(self, table: TableName, command: str, context: str) -> None:
+        """A mutation of a stage that holds its merges: they resume for it alone."""
+        self.mutate(table, command, context)
+        self.execute(f"SYSTEM STOP MERGES {table.sql}", context=context)
+
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
         keys = ", ".join(quote_str(k) for k in sources)
         self.execute(
@@ -114,6 +119,7 @@ class EmbeddedTarget:
         concurrent: bool = False,
         swap_if_empty: bool = False,
         written: list[int] | None = None,
+        missing: dict[str, tuple[int, int]] | None = None,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
@@ -128,6 +134,8 @@ class EmbeddedTarget:
             modern=True,
             part_settings=part_settings,
             swap_if_empty=swap_if_empty,
+            missing=missing,
+            mutate=self._mutate_held,
         ) as stage:
             insert = f"INSERT INTO {(stage.table or table).sql} ({column_list})"
             if concurrent and len(selects) > 1:

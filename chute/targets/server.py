@@ -241,6 +241,14 @@ class ServerTarget:
         self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
         self._wait_for_mutations(table, context)
 
+    def _mutate_here(self, table: TableName, command: str, context: str) -> None:
+        """An ALTER of a table of this server (a stage: never Distributed), waited for."""
+        if self._caps.mutations_sync:
+            self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
+            return
+        self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
+        self._wait_for_mutations(table, context)
+
     def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
         keys = ", ".join(quote_str(k) for k in sources)
         self.mutate(table, f"DELETE WHERE _source IN ({keys})", f"removing earlier rows of {len(sources)} file(s)")
@@ -272,6 +280,7 @@ class ServerTarget:
         concurrent: bool = False,
         swap_if_empty: bool = False,
         written: list[int] | None = None,
+        missing: dict[str, tuple[int, int]] | None = None,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole.
 
@@ -287,7 +296,9 @@ class ServerTarget:
 
             return self._sharded(layout, context, fill, count_by_source, before_commit)
         return _with_retries(
-            lambda: self._write_once(table, columns, selects, settings, count_by_source, context, before_commit)
+            lambda: self._write_once(
+                table, columns, selects, settings, count_by_source, context, before_commit, missing
+            )
         )
 
     def _write_once(
@@ -299,8 +310,18 @@ class ServerTarget:
         count_by_source: bool,
         context: str,
         before_commit: CommitCheck | None = None,
+        missing: dict[str, tuple[int, int]] | None = None,
     ) -> dict[str, int]:
-        with Stage(self, table, context, drop_sync=False, owner=self.stage_owner, guard=self.commit_guard) as stage:
+        with Stage(
+            self,
+            table,
+            context,
+            drop_sync=False,
+            owner=self.stage_owner,
+            guard=self.commit_guard,
+            missing=missing,
+            mutate=self._mutate_here,
+        ) as stage:
             self._send_selects(stage.table or table, columns, selects, settings, context)
             return stage.commit(count_by_source, before_commit=before_commit)
 

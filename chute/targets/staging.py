@@ -22,6 +22,9 @@ from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import unreplicated
 
 STAGE_PREFIX = "_chute_stage_"
+MASK_COLUMN = "_chute_missing"
+"""A stage's extra column: per row, a bit mask of its input columns whose value was missing
+and took the default (chute.load.missing). Counted and dropped before the rows move in."""
 _NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
 _CREATE_NAME = re.compile(rf"^CREATE TABLE {_NAME_PART}(?:\.{_NAME_PART})?\s*")
 _COMMIT_LOCK = threading.Lock()
@@ -138,8 +141,17 @@ class Stage:
         swap_if_empty: bool = False,
         owner: str = "",
         guard: Callable[[], None] | None = None,
+        missing: dict[str, tuple[int, int]] | None = None,
+        mutate: Callable[[TableName, str, str], None] | None = None,
     ) -> None:
         self.db = db
+        self.missing = missing
+        """Where given: the stage has MASK_COLUMN, and after the commit this holds per source
+        (as the counts) the rows with a missing value and the OR of their masks."""
+        self._found: list[dict[str, Any]] = []
+        """What `checked` counted: rows and missing values per source, for `move_in`."""
+        self.mutate = mutate
+        """How the target runs an ALTER that may be a mutation, waiting for it (dropping MASK_COLUMN)."""
         self.owner = owner
         """A tag of the load that owns the stage (in its name): other workers keep it while it lives."""
         self.guard = guard
@@ -181,6 +193,10 @@ class Stage:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
                 assignments = ", ".join(f"{quote_ident(k)} = {_literal(v)}" for k, v in self.part_settings.items())
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
+            if self.missing is not None:
+                self.db.execute(
+                    f"ALTER TABLE {self.table.sql} ADD COLUMN {quote_ident(MASK_COLUMN)} UInt64", context=self.context
+                )
             if self.hold_merges:
                 # Merging parts that move into the target anyway would take cores from the load.
                 self.db.execute(f"SYSTEM STOP MERGES {self.table.sql}", context=self.context)
@@ -211,27 +227,48 @@ class Stage:
 
     def checked(self, count_by_source: bool, before_commit: CommitCheck | None = None) -> dict[str, int]:
         """The stage's rows (per source), once the checks before a commit passed."""
+        self._found = []
         if self.table is None:  # nothing staged (not a MergeTree): nothing counted here
             counts = {"": 0}
-        elif count_by_source:
-            counts = {
-                r["_source"]: int(r["n"])
-                for r in self.db.rows(f"SELECT _source, count() AS n FROM {self.table.sql} GROUP BY _source")
-            }
         else:
-            counts = {"": int(self.db.rows(f"SELECT count() AS n FROM {self.table.sql}")[0]["n"])}
+            mask = quote_ident(MASK_COLUMN)
+            missing = f", countIf({mask} != 0) AS m, groupBitOr({mask}) AS c" if self.missing is not None else ""
+            if count_by_source:
+                sql = f"SELECT _source AS s, count() AS n{missing} FROM {self.table.sql} GROUP BY _source"
+                self._found = list(self.db.rows(sql))
+            else:
+                self._found = [
+                    {"s": "", **r} for r in self.db.rows(f"SELECT count() AS n{missing} FROM {self.table.sql}")
+                ]
+            counts = {str(r["s"]): int(str(r["n"])) for r in self._found}
         if before_commit:
             before_commit(self.table, counts)
         return counts
 
     def move_in(self, counts: dict[str, int]) -> dict[str, int]:
         """Move the checked rows (`counts`, from `checked`) into the target."""
+        if self.missing is not None and self.table is not None:
+            self._drop_mask()
         if self.guard is not None:
             self.guard()  # last: nothing slow may run between the check and the ATTACH
         # One commit at a time in this process: a swap must not race another batch's ATTACH
         # (rows attached to the table just before it is swapped out would be dropped with it).
         with _COMMIT_LOCK if self.modern else contextlib.nullcontext():
-            return self._move_in(counts)
+            moved = self._move_in(counts)
+        if self.missing is not None:
+            found = self._found
+            self.missing.update({str(r["s"]): (int(str(r["m"])), int(str(r["c"]))) for r in found if int(str(r["m"]))})
+        return moved
+
+    def _drop_mask(self) -> None:
+        """The stage as its target again: without MASK_COLUMN (a mutation on newer engines, which
+        hard-links the other columns' files)."""
+        assert self.table is not None
+        command = f"DROP COLUMN {quote_ident(MASK_COLUMN)}"
+        if self.mutate is not None:
+            self.mutate(self.table, command, self.context)
+        else:
+            self.db.execute(f"ALTER TABLE {self.table.sql} {command}", context=self.context)
 
     def _move_in(self, counts: dict[str, int]) -> dict[str, int]:
         assert self.table is not None

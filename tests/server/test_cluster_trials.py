@@ -34,7 +34,7 @@ from . import test_cluster_harness
 
 pytestmark = pytest.mark.cluster
 
-TRIALS = pytest.mark.skipif(
+LONG_TRIAL = pytest.mark.skipif(
     os.environ.get("CHUTE_CLUSTER_TRIALS", "") != "1",
     reason="the long cluster trials (5 to 15 minutes on 2 cores) run with CHUTE_CLUSTER_TRIALS=1",
 )
@@ -301,7 +301,7 @@ def _has_ledger(cluster: ClickHouseCluster, db: str) -> bool:
 
 
 @pytest.mark.slow
-@TRIALS
+@LONG_TRIAL
 @pytest.mark.parametrize("sharded", [False, True], ids=["replicated", "distributed"])
 def test_sigkill_trials(cluster: ClickHouseCluster, tmp_path: Path, sharded: bool) -> None:
     """Trials of chute SIGKILLed at a random moment, then run again, into a replicated table
@@ -366,7 +366,7 @@ def wait_replicas_active(cluster: ClickHouseCluster, db: str, timeout: float = 6
 
 
 @pytest.mark.slow
-@TRIALS
+@LONG_TRIAL
 def test_replica_killed_and_restarted_mid_load(cluster: ClickHouseCluster, tmp_path: Path) -> None:
     """3 loads at once into 2x2 Distributed tables; during them, one replica's server after
     another (the node chute reaches, the other replica of the books' shard, a replica of
@@ -386,7 +386,7 @@ def test_replica_killed_and_restarted_mid_load(cluster: ClickHouseCluster, tmp_p
 
 
 @pytest.mark.slow
-@TRIALS
+@LONG_TRIAL
 def test_shard_down_mid_load_then_back(cluster: ClickHouseCluster, tmp_path: Path) -> None:
     """3 loads at once into 2x2 Distributed tables; shard 2 (both replicas) is SIGKILLed
     during them: their units with rows for it fail naming the shard, the others load; the
@@ -416,7 +416,7 @@ def status_json(cluster: ClickHouseCluster, db: str, node: int) -> dict[str, Any
 
 
 @pytest.mark.slow
-@TRIALS
+@LONG_TRIAL
 def test_four_workers_through_four_nodes_two_killed(cluster: ClickHouseCluster, tmp_path: Path) -> None:
     """Four workers at once on the same 200 files into the 2x2 Distributed table, each through
     a different node; two are SIGKILLed at random moments; one re-run: every row once."""

@@ -320,17 +320,3 @@ def test_not_text_and_header_only() -> None:
     assert Head([b"2026-01-01,x"]).names_only(",") is None
     assert Head([b"a,a"]).names_only(",") is None  # names are distinct
     assert Head([b"id,name", b"1,x"]).names_only(",") is None
-
-
-def test_parquet_optional_columns_without_nulls_get_a_note(tmp_path: Path, dest: str) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
-    # pyarrow's default: every field optional, whatever it holds
-    table = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array(["a", None, "c"])})
-    pq.write_table(table, tmp_path / "o.parquet", row_group_size=2)
-    report = chute.load([str(tmp_path / "o.parquet")], table="t", target=dest)
-    assert report.ok, report.files
-    assert columns(dest) == [("id", "Nullable(Int64)"), ("s", "Nullable(String)")]  # the file's own schema
-    [note] = [n for n in report.notes if "optional" in n]
-    assert note.startswith("columns id: Nullable")  # s holds a NULL: not named
-    assert rows(dest, "SELECT id, ifNull(s, '(null)') FROM t ORDER BY id") == [["1", "a"], ["2", "(null)"], ["3", "c"]]

@@ -1,0 +1,98 @@
+"""Missing values that take their column's default: which columns are watched, and how counted.
+
+A JSON `null` or absent key, or a NULL in a typed file (Parquet, ORC, Arrow, Avro, Native),
+into a column that is not Nullable loads as the column's default. The load reads such columns
+Nullable, takes the NULL's default itself (`assumeNotNull`: the value under a NULL is the
+type's default, as the engine's own NULL-as-default gives), and writes a bit mask of the
+row's missing columns into an extra column of the stage table (MASK_COLUMN), which the stage
+counts and drops before its rows move in (chute.targets.staging). A row counts once however
+many of its values are missing; the mask says which columns had some.
+"""
+
+from __future__ import annotations
+
+from chute.load.context import LoadContext
+from chute.load.values import default_of, strip_wrappers
+from chute.schema import Column
+from chute.sql import quote_ident
+from chute.targets.staging import MASK_COLUMN
+from chute.units import Unit
+
+INPUT_ALIAS = "__chute_in"
+"""The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`
+(the name alone is the SELECT's value of that name, not NULL)."""
+
+COUNTED_FORMATS = frozenset({"JSONEachRow", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
+"""Formats whose missing values are counted on the way in. Not CSV/TSV: reading their columns
+Nullable costs a quarter more CPU (docs/internals/values.md)."""
+_COMPOUND = ("Array(", "Map(", "Tuple(", "Nested(", "Object(", "JSON", "Variant(", "Dynamic", "AggregateFunction(")
+MASK_BITS = 64
+"""Columns past the 63rd share the mask's last bit."""
+
+
+def watched(col: Column) -> bool:
+    """A column whose missing values are counted: not Nullable, no DEFAULT expression of its
+    own (the table then says what a missing value is), and a scalar (an absent array is an
+    empty one: not counted)."""
+    inner, nullable = strip_wrappers(col.type)
+    return not nullable and not col.default_kind and not inner.startswith(_COMPOUND)
+
+
+def nullable_read(type_sql: str) -> str:
+    """The type a watched column is read as: Nullable (inside LowCardinality)."""
+    if type_sql.startswith("LowCardinality(") and type_sql.endswith(")"):
+        return f"LowCardinality(Nullable({type_sql[len('LowCardinality(') : -1]}))"
+    return f"Nullable({type_sql})"
+
+
+def not_null(ident: str, type_sql: str) -> str:
+    """SQL of a watched column read Nullable as its value: the NULL's default. The value under a
+    NULL is the type's zero, taken as it is (no copy); an Enum's default is its first name instead."""
+    inner = strip_wrappers(type_sql)[0]
+    return f"ifNull({ident}, {default_of(inner)})" if inner.startswith("Enum") else f"assumeNotNull({ident})"
+
+
+def mask_sql(flags: list[tuple[int, str]], kept: str | None = None) -> str:
+    """SQL of the row's mask: bit i (at most the last) set where the i-th input column's value is
+    missing; `flags` are (column index, SQL that is 1 where it is missing). With `kept`, 0 where
+    that SQL is false (a row whose values do not fit: a rejected row, not a loaded one).
+
+    Eight flags at a time are packed in UInt8 (bitShiftLeft, bitOr), then the bytes into UInt64:
+    a sum of flags times powers of two costs twice as much (wider integers at every step)."""
+    by_byte: dict[int, list[str]] = {}
+    for i, flag in flags:
+        bit = min(i, MASK_BITS - 1)
+        shifted = flag if bit % 8 == 0 else f"bitShiftLeft({flag}, {bit % 8})"
+        by_byte.setdefault(bit // 8, []).append(shifted)
+    parts = []
+    for byte, in_byte in sorted(by_byte.items()):
+        packed = in_byte[0]
+        for more in in_byte[1:]:
+            packed = f"bitOr({packed}, {more})"
+        parts.append(f"toUInt64({packed})" if byte == 0 else f"bitShiftLeft(toUInt64({packed}), {8 * byte})")
+    sql = parts[0] if parts else "toUInt64(0)"
+    for more in parts[1:]:
+        sql = f"bitOr({sql}, {more})"
+    if kept is not None:
+        sql = f"{sql} * ({kept})"
+    return f"{sql} AS {quote_ident(MASK_COLUMN)}"
+
+
+def record_missing(ctx: LoadContext, batch: list[Unit], found: dict[str, tuple[int, int]] | None) -> None:
+    """A committed batch's missing values (keyed by `_source`, or "" for the whole stage) as the
+    load's, per unit key (chute.load.outcome.done reports them)."""
+    if not found:
+        return
+    keys = {u.source_name: u.key for u in batch}
+    with ctx.lock:
+        for source, (rows, mask) in found.items():
+            key = batch[0].key if len(batch) == 1 else keys.get(source, source)
+            ctx.missing[key] = (rows, mask)  # (a batch written again replaces what it counted)
+
+
+def column_names(mask: int, columns: list[Column]) -> list[str]:
+    """The input columns a mask names (the last bit: every column from the 64th on)."""
+    names = [c.name for i, c in enumerate(columns[: MASK_BITS - 1]) if mask >> i & 1]
+    if mask >> (MASK_BITS - 1) & 1:
+        names += [c.name for c in columns[MASK_BITS - 1 :]]
+    return names

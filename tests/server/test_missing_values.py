@@ -1,0 +1,224 @@
+"""NULLs and missing values into columns that are not Nullable (issue #25): Parquet columns
+are Nullable only where the files hold NULLs, and a value that takes its column's default
+instead of a NULL is counted in the report. Both targets, real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import chute
+from chute.engine import open_engine
+
+from ..harness.servers import server_query
+
+PROVENANCE = ("_source", "_source_mtime", "_source_row", "_load_id")
+
+
+@pytest.fixture(params=["embedded", "server"])
+def dest(request: pytest.FixtureRequest, target: str) -> str:
+    """The load's target: the embedded directory, or a fresh database on the 18.16 server."""
+    if request.param == "server":
+        return str(request.getfixturevalue("server_url"))
+    return target
+
+
+def rows(dest: str, sql: str) -> list[list[str]]:
+    remote = "://" in dest
+    text = server_query(dest, sql + " FORMAT TSVRaw") if remote else open_engine(dest).text(sql, "TSVRaw")
+    return [line.split("\t") for line in text.splitlines() if line]
+
+
+def columns(dest: str, table: str = "t") -> dict[str, str]:
+    found = rows(
+        dest,
+        f"SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = '{table}'",
+    )
+    return {name: type_ for name, type_ in found if name not in PROVENANCE}
+
+
+# -- Parquet nullability from the files ------------------------------------------------------
+
+
+def _parquet(path: Path, data: dict[str, list[object]], required: tuple[str, ...] = ()) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    kinds = {
+        "id": pa.int64(),
+        "opt": pa.int64(),
+        "maybe": pa.int32(),
+        "s": pa.string(),
+        "xs": pa.list_(pa.int32()),
+        "ys": pa.list_(pa.int32()),
+        "rs": pa.list_(pa.field("item", pa.int32(), nullable=False)),
+    }
+    fields = [pa.field(name, kinds[name], nullable=name not in required) for name in data]
+    # Two row groups: the statistics of both count.
+    pq.write_table(pa.table(data, schema=pa.schema(fields)), path, row_group_size=2)
+
+
+def test_parquet_columns_without_nulls_are_not_nullable(tmp_path: Path, dest: str) -> None:
+    first = {
+        "id": [1, 2, 3],  # required
+        "opt": [10, 20, 30],  # optional, no NULL in any file
+        "maybe": [1, 2, 3],  # optional: NULL only in the second file
+        "s": ["a", "b", None],  # optional with a NULL
+        "xs": [[1, 2], [], None],  # optional elements, none NULL (an empty and a NULL list)
+        "ys": [[1, None], [2], [3]],  # a NULL element
+        "rs": [[1], [2, 3], []],  # required elements
+    }
+    second = {**first, "id": [4, 5], "opt": [40, 50], "maybe": [None, 5], "s": ["d", "e"], "xs": [[4], [5]]}
+    second = {k: v[:2] for k, v in second.items()}
+    _parquet(tmp_path / "a.parquet", first, required=("id", "rs"))
+    _parquet(tmp_path / "b.parquet", second, required=("id", "rs"))
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert report.ok, report.files
+    assert columns(dest) == {
+        "id": "Int64",
+        "opt": "Int64",
+        "maybe": "Nullable(Int32)",  # a NULL in the second file: sampled too
+        "s": "Nullable(String)",
+        "xs": "Array(Int32)",
+        "ys": "Array(Nullable(Int32))",
+        "rs": "Array(Int32)",
+    }
+    [note] = [n for n in report.notes if "declare" in n]
+    assert note.startswith("columns opt, xs: not Nullable")
+    expected = sorted(
+        [str(i), str(o), str(sum(x or []))]
+        for part in (first, second)
+        for i, o, x in zip(part["id"], part["opt"], part["xs"], strict=True)
+    )
+    assert sorted(rows(dest, "SELECT id, opt, arraySum(xs) FROM t")) == expected
+
+
+def test_parquet_null_in_a_later_file_takes_the_default_and_is_counted(tmp_path: Path, dest: str) -> None:
+    first = {"id": [1, 2], "opt": [10, 20], "xs": [[1], [2]]}
+    later = {"id": [3, 4, 5], "opt": [None, 40, None], "xs": [[3], [4], [5]]}
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    _parquet(tmp_path / "1" / "a.parquet", first)
+    _parquet(tmp_path / "2" / "b.parquet", later)
+    report = chute.load([str(tmp_path / "1")], table="t", target=dest)
+    assert report.ok and report.rows_defaulted == 0, report.files
+    assert columns(dest)["opt"] == "Int64"
+    report = chute.load([str(tmp_path / "2")], table="t", target=dest)
+    assert report.ok, report.files
+    nulls = sum(v is None for v in later["opt"])
+    assert (report.rows_loaded, report.rows_defaulted) == (3, nulls)
+    assert report.defaulted_columns == ["opt"]
+    assert report.files[0].rows_defaulted == nulls
+    expected = [[str(i), str(o or 0)] for i, o in zip(later["id"], later["opt"], strict=True)]
+    assert rows(dest, "SELECT id, opt FROM t WHERE id >= 3 ORDER BY id") == expected
+
+
+# -- missing values into columns that are not Nullable -----------------------------------------
+
+TABLE = """CREATE TABLE t (
+    id Int64, n Int32, s String, d Date, ts DateTime, f Float64, flag UInt8,
+    e Enum8('low' = 1, 'high' = 2), tags Array(String), seven Int64 DEFAULT 7, maybe Nullable(Int64)
+) ENGINE = MergeTree ORDER BY id"""
+WATCHED = ("id", "n", "s", "d", "ts", "f", "flag", "e")
+"""Not Nullable, scalar, no DEFAULT expression: a missing value there is counted."""
+FULL = {"n": 5, "s": "x", "d": "2024-01-02", "ts": "2024-01-02 03:04:05", "f": 1.5, "flag": 1, "e": "high"}
+
+
+def _make_table(dest: str) -> None:
+    if "://" in dest:
+        server_query(dest, TABLE)
+    else:
+        open_engine(dest).execute(TABLE)
+
+
+def _json_rows(start: int, count: int, holes: bool) -> list[dict[str, object]]:
+    """Rows of a JSON-lines file; with `holes`, every third row lacks a key or has a null in one,
+    every fifth only in columns that are not watched (Nullable, DEFAULT, Array)."""
+    names = list(FULL)
+    out: list[dict[str, object]] = []
+    for k in range(count):
+        row: dict[str, object] = {"id": start + k, **FULL, "tags": ["a"], "seven": 1, "maybe": 2}
+        if holes and k % 3 == 0:
+            name = names[k % len(names)]
+            if k % 2:
+                row[name] = None
+            else:
+                del row[name]
+        elif holes and k % 5 == 0:
+            del row["seven"]
+            row["maybe"] = None
+            row["tags"] = None
+        out.append(row)
+    return out
+
+
+def _write_jsonl(path: Path, data: list[dict[str, object]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in data))
+
+
+def test_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
+    _make_table(dest)
+    files = {"holes.jsonl": _json_rows(1, 40, holes=True), "clean.jsonl": _json_rows(100, 10, holes=False)}
+    for name, data in files.items():
+        _write_jsonl(tmp_path / name, data)
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert report.ok, report.files
+
+    def missing(row: dict[str, object]) -> set[str]:
+        return {c for c in WATCHED if row.get(c) is None}
+
+    expected = {name: sum(bool(missing(r)) for r in data) for name, data in files.items()}
+    assert {Path(f.source).name: f.rows_defaulted for f in report.files} == expected
+    assert expected["holes.jsonl"] > 0 and expected["clean.jsonl"] == 0
+    assert report.rows_defaulted == sum(expected.values())
+    named = {c for data in files.values() for r in data for c in missing(r)}
+    assert set(report.defaulted_columns) == named
+    assert report.to_dict()["rows_defaulted"] == report.rows_defaulted
+    assert report.defaulted_line.startswith(f"{report.rows_defaulted:,} rows had a missing value")
+    # The defaults themselves: the type's zero (an Enum: its first name), the table's DEFAULT.
+    # (zero dates as numbers: 18.16 writes them 0000-00-00)
+    dates = "if(toUInt16(d) = 0, '0', toString(d)), if(toUInt32(ts) = 0, '0', toString(ts))"
+    got = rows(dest, f"SELECT id, n, s, {dates}, f, flag, toString(e), seven FROM t ORDER BY id")
+    zero = {"n": "0", "s": "", "d": "0", "ts": "0", "f": "0", "flag": "0", "e": "low"}
+    for line, row in zip(got, [r for data in files.values() for r in data], strict=True):
+        values = dict(zip(["id", *zero, "seven"], line, strict=True))
+        for c in zero:
+            want = zero[c] if row.get(c) is None else str(row[c])
+            assert values[c] == want, (row, values)
+        assert values["seven"] == ("7" if "seven" not in row else "1")
+
+
+def test_dirty_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
+    """A file with bad rows too (the one-pass way on the embedded engine, the careful pass on
+    the server): the loaded rows' missing values are counted, the rejected rows' are not."""
+    _make_table(dest)
+    data = _json_rows(1, 30, holes=True)
+    lines = [json.dumps(r) for r in data]
+    bad = {4: '{"id": 1000, "n": "not a number"}', 10: '{"id": 1001, "n": null'}  # a bad value, broken JSON
+    for at, line in sorted(bad.items(), reverse=True):
+        lines.insert(at, line)
+    (tmp_path / "dirty.jsonl").write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path / "dirty.jsonl")], table="t", target=dest)
+    assert report.ok, report.files
+    assert (report.rows_loaded, report.rows_rejected) == (len(data), len(bad))
+    expected = sum(any(r.get(c) is None for c in WATCHED) for r in data)
+    assert report.rows_defaulted == expected > 0
+
+
+def test_parquet_with_values_that_do_not_fit_counts_the_loaded_rows(tmp_path: Path, dest: str) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    small = [1, None, 300, None, 7]  # 300 does not fit UInt8: a rejected row
+    table = pa.table({"id": pa.array([1, 2, 3, 4, 5], pa.int64()), "small": pa.array(small, pa.int64())})
+    pq.write_table(table, tmp_path / "s.parquet")
+    ddl = (
+        "CREATE TABLE t (id Int64, small UInt8, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY id"
+    )
+    server_query(dest, ddl) if "://" in dest else open_engine(dest).execute(ddl)
+    report = chute.load([str(tmp_path / "s.parquet")], table="t", target=dest)
+    assert report.ok, report.files
+    assert (report.rows_loaded, report.rows_rejected) == (4, 1)
+    assert report.rows_defaulted == sum(v is None for v in small) and report.defaulted_columns == ["small"]
+    assert rows(dest, "SELECT id, small FROM t ORDER BY id") == [["1", "1"], ["2", "0"], ["4", "0"], ["5", "7"]]
