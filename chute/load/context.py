@@ -86,6 +86,8 @@ class LoadContext:
     missing: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per unit key: rows whose missing values took their column's default, and the mask of
     those columns (chute.load.missing), from the batches that committed."""
+    with_missing: set[str] = field(default_factory=set)
+    """Units found to hold a missing value (chute.load.missing): read with the count at once."""
     csv_delimiter: str | None = None
     """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
     lock: threading.Lock = field(default_factory=threading.Lock)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from chute.load.context import LoadContext
 from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
-from chute.sql import quote_ident
+from chute.sql import quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
@@ -96,3 +96,24 @@ def column_names(mask: int, columns: list[Column]) -> list[str]:
     if mask >> (MASK_BITS - 1) & 1:
         names += [c.name for c in columns[MASK_BITS - 1 :]]
     return names
+
+
+PROBED_FORMATS = frozenset({"JSONEachRow"})
+"""Formats read first without the count (`sentinel`): a clean file costs nothing more. A
+JSON null or absent key takes the read column's DEFAULT expression, which fails the read;
+the batch is then read again with the count (its units are in `LoadContext.with_missing`)."""
+SENTINEL_TEXT = "chute: a value is missing"
+
+
+def sentinel(type_sql: str) -> str:
+    """A DEFAULT expression of type `type_sql` that fails the read where it is used (a missing
+    value). Evaluated only for rows that miss a value: a clean file never runs it."""
+    typed = f"defaultValueOfTypeName({quote_str(type_sql)})"
+    return f"if(throwIf(1, {quote_str(SENTINEL_TEXT)}) = 0, {typed}, {typed})"
+
+
+def without_nullable(type_sql: str) -> str:
+    """`Nullable(T)` as T (a missing value then takes the column's DEFAULT expression)."""
+    if type_sql.startswith("Nullable(") and type_sql.endswith(")"):
+        return type_sql[len("Nullable(") : -1]
+    return type_sql

@@ -6,7 +6,17 @@ import re
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
-from chute.load.missing import COUNTED_FORMATS, INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
+from chute.load.missing import (
+    COUNTED_FORMATS,
+    INPUT_ALIAS,
+    PROBED_FORMATS,
+    mask_sql,
+    not_null,
+    nullable_read,
+    sentinel,
+    watched,
+    without_nullable,
+)
 from chute.load.values import FastRead, binary_read, fast_read
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
@@ -98,7 +108,12 @@ class Reads:
             and any(watched(c) for c in ctx.input_columns())
         )
 
-    def selects(self, batch: list[Unit], count_missing: bool = False) -> list[str]:
+    def probing(self, batch: list[Unit]) -> bool:
+        """Whether a counted batch is read first without the count (chute.load.missing.PROBED_FORMATS):
+        none of its units is known to miss a value."""
+        return all(u.fmt.format in PROBED_FORMATS and u.key not in self.ctx.with_missing for u in batch)
+
+    def selects(self, batch: list[Unit], count_missing: bool = False, probe: bool = False) -> list[str]:
         """The SELECTs that read a batch: one per stream the target takes.
 
         Files of one directory and format are read by a single file() call over
@@ -115,9 +130,11 @@ class Reads:
             for fmt_name, units in by_format.items():
                 combined = self.ctx.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
                 if combined is None:
-                    selects.extend(self.select_sql([u], parallel, block, count_missing=count_missing) for u in units)
+                    selects.extend(
+                        self.select_sql([u], parallel, block, count_missing=count_missing, probe=probe) for u in units
+                    )
                 else:
-                    selects.append(self.select_sql(units, parallel, block, count_missing=count_missing))
+                    selects.append(self.select_sql(units, parallel, block, count_missing=count_missing, probe=probe))
         return selects
 
     def select_sql(
@@ -130,16 +147,18 @@ class Reads:
         fd: int | None = None,
         flag_unfit: bool = False,
         count_missing: bool = False,
+        probe: bool = False,
     ) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types;
         with `fd`, the one unit's bytes from that descriptor (see `range_fd`). With
         `flag_unfit` (one unit), a row whose values do not fit its columns is kept, not
         refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass).
         With `count_missing`, the last column is the mask of the row's missing values
-        (chute.load.missing)."""
+        (chute.load.missing). With `probe` (and no count), a missing value in a watched column
+        fails the read (missing.sentinel)."""
         unit = units[0]
         flags: list[tuple[int, str]] | None = [] if count_missing else None
-        read_as, exprs, fits = self.typed_columns(unit, flag_unfit, flags)
+        read_as, exprs, fits = self.typed_columns(unit, flag_unfit, flags, probe and not count_missing)
         fmt_name = fmt_name or self.ctx.format_name(unit)
         row = row_expression or self.row_number(unit, parallel, block)
         if flag_unfit and fits:
@@ -166,7 +185,7 @@ class Reads:
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
 
     def typed_columns(
-        self, unit: Unit, flag_unfit: bool = False, flags: list[tuple[int, str]] | None = None
+        self, unit: Unit, flag_unfit: bool = False, flags: list[tuple[int, str]] | None = None, probe: bool = False
     ) -> tuple[list[Column], list[str], list[str]]:
         """The structure to read the input with, the SELECT's column expressions, and (with
         `flag_unfit`: expressions that never fail) the conditions that the values fit. With
@@ -186,11 +205,17 @@ class Reads:
                 read_as[i] = Column(col.name, nullable_read(col.type), col.default_kind, col.default_expression)
                 exprs.append(f"{not_null(ident, col.type)} AS {ident}")
             elif fast is None:
+                if probe and watched(col):
+                    read_as[i] = Column(col.name, col.type, "DEFAULT", sentinel(col.type))
                 exprs.append(ident)
             else:
                 # Text parsers wrap, clamp and roll over values that do not fit: read wide or
                 # as text, convert exactly (values.fast_read).
-                read_as[i] = Column(col.name, fast.read_as, col.default_kind, col.default_expression)
+                if probe and watched(col):
+                    plain = without_nullable(fast.read_as)
+                    read_as[i] = Column(col.name, plain, "DEFAULT", sentinel(plain))
+                else:
+                    read_as[i] = Column(col.name, fast.read_as, col.default_kind, col.default_expression)
                 exprs.append(f"{fast.lenient if flag_unfit else fast.value} AS {quote_ident(col.name)}")
                 fits.append(fast.fits)
         return read_as, exprs, fits

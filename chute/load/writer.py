@@ -18,7 +18,7 @@ from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
 from chute.load.methods import Methods
-from chute.load.missing import record_missing
+from chute.load.missing import SENTINEL_TEXT, record_missing
 from chute.load.outcome import batch_label
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
@@ -148,20 +148,31 @@ class Writer:
         settings = self.sizing.settings(batch)
         check_off = self.commit.null_check_off(batch, settings)
         counting = self.reads.counting(batch)
-        selects = self.reads.grouped(self.reads.selects(batch, count_missing=counting), settings)
+        # A clean file is read without the count; one that misses a value fails that read, and
+        # is read again with it (chute.load.missing.PROBED_FORMATS).
+        probe = counting and self.reads.probing(batch)
+        counting = counting and not probe
+        selects = self.reads.grouped(self.reads.selects(batch, count_missing=counting, probe=probe), settings)
         fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)
         missing: dict[str, tuple[int, int]] | None = {} if counting else None
-        with self.commit.nulls_guard(batch, check_off):
-            counts = self.ctx.target.write_batch(
-                self.ctx.table,
-                self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
-                selects,
-                settings,
-                count_by_source=by_source,
-                context=batch_label(batch),
-                before_commit=self.commit.unchanged_check(batch, fix_rows=fix_rows, null_check_off=check_off),
-                swap_if_empty=self.ctx.single_batch,
-                missing=missing,
-            )
+        try:
+            with self.commit.nulls_guard(batch, check_off):
+                counts = self.ctx.target.write_batch(
+                    self.ctx.table,
+                    self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
+                    selects,
+                    settings,
+                    count_by_source=by_source,
+                    context=batch_label(batch),
+                    before_commit=self.commit.unchanged_check(batch, fix_rows=fix_rows, null_check_off=check_off),
+                    swap_if_empty=self.ctx.single_batch,
+                    missing=missing,
+                )
+        except ChuteError as exc:
+            if not probe or SENTINEL_TEXT not in str(exc):
+                raise
+            with self.ctx.lock:
+                self.ctx.with_missing.update(u.key for u in batch)
+            return self._converted_once(batch, by_source)
         record_missing(self.ctx, batch, missing)
         return counts
