@@ -240,7 +240,7 @@ class Stage:
                 self._found = [
                     {"s": "", **r} for r in self.db.rows(f"SELECT count() AS n{missing} FROM {self.table.sql}")
                 ]
-            counts = {str(r["s"]): int(str(r["n"])) for r in self._found}
+            counts = {str(r["s"]): int(r["n"]) for r in self._found}
         if before_commit:
             before_commit(self.table, counts)
         return counts
@@ -257,7 +257,7 @@ class Stage:
             moved = self._move_in(counts)
         if self.missing is not None:
             found = self._found
-            self.missing.update({str(r["s"]): (int(str(r["m"])), int(str(r["c"]))) for r in found if int(str(r["m"]))})
+            self.missing.update({str(r["s"]): (int(r["m"]), int(r["c"])) for r in found if int(r["m"])})
         return moved
 
     def _drop_mask(self) -> None:

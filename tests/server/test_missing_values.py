@@ -13,22 +13,9 @@ import chute
 from chute.engine import open_engine
 
 from ..harness.servers import server_query
+from .test_fidelity import PROVENANCE, dest, rows
 
-PROVENANCE = ("_source", "_source_mtime", "_source_row", "_load_id")
-
-
-@pytest.fixture(params=["embedded", "server"])
-def dest(request: pytest.FixtureRequest, target: str) -> str:
-    """The load's target: the embedded directory, or a fresh database on the 18.16 server."""
-    if request.param == "server":
-        return str(request.getfixturevalue("server_url"))
-    return target
-
-
-def rows(dest: str, sql: str) -> list[list[str]]:
-    remote = "://" in dest
-    text = server_query(dest, sql + " FORMAT TSVRaw") if remote else open_engine(dest).text(sql, "TSVRaw")
-    return [line.split("\t") for line in text.splitlines() if line]
+__all__ = ["dest"]  # the fixture: embedded and the 18.16 server
 
 
 def columns(dest: str, table: str = "t") -> dict[str, str]:
