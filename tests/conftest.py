@@ -43,10 +43,39 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ByModule(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "cluster" if Path(module).name.startswith("test_cluster") else module
+            return _scope(nodeid)
 
+    # Modules go out in collection order, which puts the longest first (`LONGEST_FIRST`).
+    config.option.loadscopereorder = False
     return ByModule(config, log)
+
+
+LONGEST_FIRST = (
+    "cluster",
+    "tests/server/test_cut_connections.py",
+    "tests/embedded/test_crash.py",
+    "tests/server/test_server.py",
+    "tests/external/test_database_sources.py",
+    "tests/server/test_concurrency.py",
+    "tests/external/test_kafka_source.py",
+    "tests/external/test_hdfs_source.py",
+    "tests/server/test_fidelity.py",
+    "tests/server/test_corpus.py",
+)
+"""Test modules (scopes) that take longest in a full run, longest first: started first, so the
+two processes finish together instead of one running a long module alone at the end."""
+
+
+def _scope(nodeid: str) -> str:
+    """A test's scheduling scope: its module, or "cluster" for every `test_cluster*` module
+    (they share one cluster)."""
+    module = nodeid.split("::", 1)[0]
+    return "cluster" if Path(module).name.startswith("test_cluster") else module
+
+
+def _duration_rank(item: pytest.Item) -> int:
+    scope = _scope(item.nodeid)
+    return LONGEST_FIRST.index(scope) if scope in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,6 +91,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
         if tier == "server" and not servers.available() and not _require_server():
             item.add_marker(skip_server)
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
+        items.sort(key=_duration_rank)  # (stable: a module's tests keep their order)
 
 
 @pytest.fixture()

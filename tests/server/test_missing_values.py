@@ -176,13 +176,15 @@ def test_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
         assert values["seven"] == ("7" if "seven" not in row else "1")
 
 
-def test_dirty_json_missing_values_are_counted(tmp_path: Path, dest: str) -> None:
+@pytest.mark.parametrize("first_bad", [4, 0], ids=["missing-value-first", "bad-row-first"])
+def test_dirty_json_missing_values_are_counted(tmp_path: Path, dest: str, first_bad: int) -> None:
     """A file with bad rows too (the one-pass way on the embedded engine, the careful pass on
-    the server): the loaded rows' missing values are counted, the rejected rows' are not."""
+    the server): the loaded rows' missing values are counted, the rejected rows' are not.
+    Whichever the read meets first (a missing value, or a bad row), the count is the same."""
     _make_table(dest)
     data = _json_rows(1, 30, holes=True)
     lines = [json.dumps(r) for r in data]
-    bad = {4: '{"id": 1000, "n": "not a number"}', 10: '{"id": 1001, "n": null'}  # a bad value, broken JSON
+    bad = {first_bad: '{"id": 1000, "n": "not a number"}', 10: '{"id": 1001, "n": null'}  # a bad value, broken JSON
     for at, line in sorted(bad.items(), reverse=True):
         lines.insert(at, line)
     (tmp_path / "dirty.jsonl").write_text("\n".join(lines) + "\n")
