@@ -148,6 +148,10 @@ class NullSearches:
                 self._state[place] = search
         return all(self._state[p] is not False for p in places)
 
+    def known_to_hold(self, places: list[Place] | None) -> bool:
+        """Whether some of `places` is known (without waiting) to hold `\\N`."""
+        return any(self._state.get(p) is False for p in places or [])
+
     def holds_nulls(self, places: list[Place]) -> bool:
         """Whether any of `places` holds `\\N` (or could not be searched); waits for their search."""
         held = False

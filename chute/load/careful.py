@@ -33,6 +33,7 @@ from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.staging import MASK_COLUMN
 
 RAW_LIMIT = 4096
 """Bytes of a bad record kept in the rejects table."""
@@ -66,9 +67,11 @@ class CheckedRows:
         `count_missing` (JSON parsed so, see check_json_lines): the last column is the mask
         of the row's missing values (chute.load.missing)."""
         flags: list[tuple[int, str]] = []
+        mask = None
         if self.parsed is None:
             exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
             row, source = "row", f"{self.table.sql} WHERE reason = ''"
+            mask = quote_ident(MASK_COLUMN)  # (made by `_good_records`)
         else:
             exprs = []
             for i, c in enumerate(columns):
@@ -93,7 +96,7 @@ class CheckedRows:
             for name, (expr, t) in values.items()
         ]
         if count_missing:
-            exprs.append(mask_sql(flags))
+            exprs.append(mask_sql(flags) if mask is None else mask)
         return f"SELECT {', '.join(exprs)} FROM {source}"
 
     def rejects_select(
@@ -255,12 +258,15 @@ def check_delimited(
     delimiter: str,
     settings: dict[str, str | int | float],
     header_lines: int | None = None,
+    watched_at: tuple[int, ...] = (),
 ) -> CheckedRows:
     """Check CSV/TSV: records split by the engine's parser (all fields as text),
     bad records (wrong field count, broken quoting) recorded by the engine with
     their row numbers, values checked in SQL. A quote that is never closed would
     swallow the rest of the file: that record is its first line alone, and the
-    lines after it are read again as records (`header_lines`: 0 or 1, None to look)."""
+    lines after it are read again as records (`header_lines`: 0 or 1, None to look).
+    The columns `watched_at` (chute.load.missing) set bits of each record's MASK_COLUMN
+    where their value is missing (the good records' count of defaults)."""
     refuse_binary(engine, lines_expression, "read as CSV/TSV")
     errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
     scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
@@ -279,18 +285,22 @@ def check_delimited(
         )
         fields = [f"f{i}" for i in range(len(columns))]
         if not (os.path.exists(errors_path) and os.path.getsize(errors_path) > 0):
-            select = _good_records(scratch, columns, delimiter, "[]::Array(UInt64)")
+            select = _good_records(scratch, columns, delimiter, "[]::Array(UInt64)", watched_at)
             lines = int(engine.rows(f"SELECT count() AS n FROM {lines_expression}")[0]["n"])
             at_end = None if delimiter == "\t" else _open_at_end(engine, scratch, fields, lines_expression, lines, 0)
             if at_end is not None:
-                select = _split_at(engine, select, at_end, lines_expression, columns, delimiter, settings, rest)
+                select = _split_at(
+                    engine, select, at_end, lines_expression, columns, delimiter, settings, rest, watched_at
+                )
             return _materialize(engine, select, settings)
-        good = _good_records(scratch, columns, delimiter, f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))")
-        nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
-        select = f"{good} UNION ALL SELECT row, raw, reason, {nulls} FROM ({bad_structure})"
+        bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))"
+        good = _good_records(scratch, columns, delimiter, bad_rows, watched_at)
+        select = f"{good} UNION ALL SELECT row, raw, reason, {_no_values(columns)} FROM ({bad_structure})"
         unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
         if unclosed is not None:
-            select = _split_at(engine, select, unclosed, lines_expression, columns, delimiter, settings, rest)
+            select = _split_at(
+                engine, select, unclosed, lines_expression, columns, delimiter, settings, rest, watched_at
+            )
         return _materialize(engine, select, settings)
     finally:
         engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
@@ -319,7 +329,8 @@ def _read_records(
         "input_format_parallel_parsing": 0,
         "max_threads": 1,
     }
-    names = ", ".join(f"{quote_ident(c.name)} AS f{i}" for i, c in enumerate(columns))
+    # (a field the file expression reads Nullable, as TSV's are: its NULL is the text `\N`)
+    names = ", ".join(f"ifNull({quote_ident(c.name)}, '\\\\N') AS f{i}" for i, c in enumerate(columns))
     engine.execute(
         f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
         settings=read_settings,
@@ -327,9 +338,17 @@ def _read_records(
     )
 
 
-def _good_records(scratch: TableName, columns: list[Column], delimiter: str, bad_rows: str) -> str:
+def _no_values(columns: list[Column]) -> str:
+    """The value columns of a bad record: defaults, and no missing value."""
+    nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+    return f"{nulls}, toUInt64(0) AS {quote_ident(MASK_COLUMN)}"
+
+
+def _good_records(
+    scratch: TableName, columns: list[Column], delimiter: str, bad_rows: str, watched_at: tuple[int, ...]
+) -> str:
     """The records the parser split, numbered among all records (bad ones counted), with
-    each value checked and converted."""
+    each value checked and converted, and the mask of the `watched_at` columns' missing values."""
     fields = [f"f{i}" for i in range(len(columns))]
     texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
     present = [
@@ -342,7 +361,8 @@ def _good_records(scratch: TableName, columns: list[Column], delimiter: str, bad
         f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
         f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
         f"{multi_if(bad_conditions(columns, texts, present))} AS reason, "
-        f"{', '.join(finals(columns, texts, present, extract))} FROM {scratch.sql}"
+        f"{', '.join(finals(columns, texts, present, extract))}, "
+        f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])} FROM {scratch.sql}"
     )
 
 
@@ -355,11 +375,12 @@ def _split_at(
     delimiter: str,
     settings: dict[str, str | int | float],
     rest: list[CheckedRows],
+    watched_at: tuple[int, ...],
 ) -> str:
     """The record that swallowed the rest of the file is its first line alone; the lines after
     it are records of their own, checked the same way (appended to `rest`, to be dropped)."""
     row, line = unclosed
-    nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+    nulls = _no_values(columns)
     select = (
         f"SELECT * FROM ({select}) WHERE row < {row} "
         f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
@@ -367,8 +388,8 @@ def _split_at(
         f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
     )
     if _has_lines_after(engine, lines_expression, line):
-        rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings))
-        values = ", ".join(f"v{i}" for i in range(len(columns)))
+        rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings, watched_at))
+        values = ", ".join([*(f"v{i}" for i in range(len(columns))), quote_ident(MASK_COLUMN)])
         select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest[-1].table.sql}"
     return select
 
@@ -409,15 +430,19 @@ def _unclosed_quote(
         if last and str(last[0]["raw"]).startswith("Buffer has gone") and header + good_lines + bad == lines:
             return int(last[0]["row"]), lines
         return _open_at_end(engine, scratch, fields, lines_expression, lines, bad)
-    first = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row LIMIT 1")[0]
-    row, reason = int(first["row"]), str(first["reason"])
-    if not any(sign in reason for sign in QUOTE_RAN_ON):
+    # The first bad record that ran on: bad records before it (a field too few, say) are one
+    # line each, as the parser stopped at their line end.
+    found = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row")
+    ran_on = [i for i, b in enumerate(found) if any(sign in str(b["reason"]) for sign in QUOTE_RAN_ON)]
+    if not ran_on:
         return None
+    bad_before = ran_on[0]
+    row = int(found[bad_before]["row"])
     before = engine.rows(
         f"SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) AS n "
-        f"FROM {scratch.sql} WHERE k < {row - 1}"
+        f"FROM {scratch.sql} WHERE k < {row - 1 - bad_before}"
     )[0]
-    return row, header + int(before["n"] or 0) + 1
+    return row, header + int(before["n"] or 0) + bad_before + 1
 
 
 def _open_at_end(
@@ -468,6 +493,7 @@ def _check_rest(
     columns: list[Column],
     delimiter: str,
     settings: dict[str, str | int | float],
+    watched_at: tuple[int, ...],
 ) -> CheckedRows:
     """The records of the lines after `line` (1-based), checked as a file of their own."""
     path = scratch_file("rest", ".csv")
@@ -481,7 +507,9 @@ def _check_rest(
         text_columns = ", ".join(f"{quote_ident(c.name)} String" for c in columns)
         expression = f"file({quote_str(path)}, 'CSV', {quote_str(text_columns)})"
         rest_lines = f"file({quote_str(path)}, 'LineAsString', 'line String')"
-        return check_delimited(engine, expression, rest_lines, columns, delimiter, settings, header_lines=0)
+        return check_delimited(
+            engine, expression, rest_lines, columns, delimiter, settings, header_lines=0, watched_at=watched_at
+        )
     finally:
         os.remove(path)
 

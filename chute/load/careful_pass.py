@@ -12,7 +12,7 @@ from collections.abc import Callable
 from chute.load.careful import CheckedRows, check_delimited, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import record_missing
+from chute.load.missing import record_missing, watched
 from chute.load.outcome import Plan, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
@@ -72,10 +72,13 @@ class CarefulPass:
         lines = ctx.source.table_expression(unit, "line String", "LineAsString")
         if unit.fmt.format == "JSONEachRow":
             return check_json_lines(engine, lines, inputs, settings, read_settings, self.reads.counting([unit]))
-        text_columns = [Column(c.name, "String") for c in inputs]
+        # TSV: `\N` is NULL, an empty field the empty string (a CSV parser reads both the same).
+        text = "Nullable(String)" if unit.fmt.format == "TSV" else "String"
+        text_columns = [Column(c.name, text) for c in inputs]
         delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         expression = ctx.source.table_expression(unit, structure(text_columns))
-        return check_delimited(engine, expression, lines, inputs, delimiter, settings)
+        watched_at = tuple(i for i, c in enumerate(inputs) if watched(c, unit.fmt.format))
+        return check_delimited(engine, expression, lines, inputs, delimiter, settings, watched_at=watched_at)
 
     def _write_rejects(self, unit: Unit, checked: CheckedRows) -> None:
         ctx = self.ctx
@@ -92,7 +95,7 @@ class CarefulPass:
     def _write_good(self, unit: Unit, checked: CheckedRows) -> dict[str, int]:
         ctx = self.ctx
         settings: dict[str, str | int | float] = {"max_threads": ctx.workers, "max_insert_threads": ctx.workers}
-        counting = checked.parsed is not None and self.reads.counting([unit])
+        counting = self.reads.counting([unit])
         provenance = functools.partial(self.reads.provenance, unit)
         good = [checked.good_select(ctx.input_columns(), provenance, self.row_of(unit), count_missing=counting)]
         missing: dict[str, tuple[int, int]] | None = {} if counting else None

@@ -171,6 +171,11 @@ class Commit:
             settings["input_format_null_as_default"] = 0
         return off
 
+    def holds_null_marker(self, batch: list[Unit]) -> bool:
+        """Whether the batch's CSV/TSV bytes are known to hold `\\N` (a NULL, most likely a missing
+        value: such a batch is read with the missing-value count at once, chute.load.missing)."""
+        return self.ctx.nulls.known_to_hold(self.null_places(batch))
+
     @contextlib.contextmanager
     def nulls_guard(self, batch: list[Unit], check_off: bool) -> Iterator[None]:
         """A failed INSERT read with the NULL check off, of a file that holds `\\N`: NullsInFile."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from chute.errors import ChuteError
 from chute.load import reads as read_sql
 from chute.load.commit import Commit
 from chute.load.context import LoadContext
 from chute.load.missing import record_missing
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
+from chute.load.values import SENTINEL_TEXT
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName
 from chute.targets.staging import MASK_COLUMN, CommitCheck
@@ -69,6 +71,18 @@ class Halves:
         return halve(unit.key, fmt.format, unit.size)
 
     def write(self, unit: Unit, cut: int, newlines: int, by_source: bool) -> dict[str, int]:
+        """Both halves; a half that meets a missing value while read without the count (a clean
+        file pays nothing for it) makes both read again with it (chute.load.missing)."""
+        try:
+            return self._write(unit, cut, newlines, by_source)
+        except ChuteError as exc:
+            if SENTINEL_TEXT not in str(exc) or unit.key in self.ctx.with_missing:
+                raise
+            with self.ctx.lock:
+                self.ctx.with_missing.add(unit.key)
+            return self._write(unit, cut, newlines, by_source)
+
+    def _write(self, unit: Unit, cut: int, newlines: int, by_source: bool) -> dict[str, int]:
         """Two INSERTs at once, a half of the file each, each squashed into one block.
 
         The second half numbers its rows after the first half's newlines (less the
@@ -100,10 +114,19 @@ class Halves:
             # `_row_number` counts from 0 in a half without a header, in parallel or not.
             second_row = f"{'_row_number' if parallel else 'rowNumberInAllBlocks()'} + {first_rows + 1}"
             counting = self.reads.counting([unit])
+            probe = counting and self.reads.probing([unit]) and not self.commit.holds_null_marker([unit])
+            counting = counting and not probe
             selects = [
-                self.reads.select_sql([first], row_expression=first_row, fd=first_fd, count_missing=counting),
                 self.reads.select_sql(
-                    [second], fmt_name=unit.fmt.format, row_expression=second_row, fd=second_fd, count_missing=counting
+                    [first], row_expression=first_row, fd=first_fd, count_missing=counting, probe=probe
+                ),
+                self.reads.select_sql(
+                    [second],
+                    fmt_name=unit.fmt.format,
+                    row_expression=second_row,
+                    fd=second_fd,
+                    count_missing=counting,
+                    probe=probe,
                 ),
             ]
             missing: dict[str, tuple[int, int]] | None = {} if counting else None

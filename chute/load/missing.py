@@ -12,7 +12,7 @@ many of its values are missing; the mask says which columns had some.
 from __future__ import annotations
 
 from chute.load.context import LoadContext
-from chute.load.values import default_of, strip_wrappers
+from chute.load.values import SENTINEL_TEXT, default_of, strip_wrappers
 from chute.schema import Column
 from chute.sql import quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
@@ -22,19 +22,24 @@ INPUT_ALIAS = "__chute_in"
 """The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`
 (the name alone is the SELECT's value of that name, not NULL)."""
 
-COUNTED_FORMATS = frozenset({"JSONEachRow", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
-"""Formats whose missing values are counted on the way in. Not CSV/TSV: reading their columns
-Nullable costs a quarter more CPU (docs/internals/values.md)."""
+COUNTED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
+"""Formats whose missing values are counted on the way in. CSV/TSV: an empty field or `\\N`
+(CSV), `\\N` (TSV); reading their columns Nullable costs a quarter more CPU, so they are read
+first without the count (PROBED_FORMATS)."""
+_TEXT = ("String", "FixedString(")
 _COMPOUND = ("Array(", "Map(", "Tuple(", "Nested(", "Object(", "JSON", "Variant(", "Dynamic", "AggregateFunction(")
 MASK_BITS = 64
 """Columns past the 63rd share the mask's last bit."""
 
 
-def watched(col: Column) -> bool:
+def watched(col: Column, fmt: str = "") -> bool:
     """A column whose missing values are counted: not Nullable, no DEFAULT expression of its
     own (the table then says what a missing value is), and a scalar (an absent array is an
-    empty one: not counted)."""
+    empty one: not counted). In CSV (format `fmt`), not a String: an empty field there is the
+    empty string, and the engine's CSV parser reads `\\N` the same way as an empty field."""
     inner, nullable = strip_wrappers(col.type)
+    if fmt == "CSV" and inner.startswith(_TEXT):
+        return False
     return not nullable and not col.default_kind and not inner.startswith(_COMPOUND)
 
 
@@ -98,11 +103,12 @@ def column_names(mask: int, columns: list[Column]) -> list[str]:
     return names
 
 
-PROBED_FORMATS = frozenset({"JSONEachRow"})
+PROBED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats read first without the count (`sentinel`): a clean file costs nothing more. A
-JSON null or absent key takes the read column's DEFAULT expression, which fails the read;
-the batch is then read again with the count (its units are in `LoadContext.with_missing`)."""
-SENTINEL_TEXT = "chute: a value is missing"
+JSON null or absent key, or a CSV/TSV `\\N` or empty CSV field, takes the read column's
+DEFAULT expression, which fails the read (a column read as text checks its emptiness
+instead: values.fast_read); the batch is then read again with the count (its units are in
+`LoadContext.with_missing`)."""
 
 
 def sentinel(type_sql: str) -> str:

@@ -17,7 +17,7 @@ from chute.load.missing import (
     watched,
     without_nullable,
 )
-from chute.load.values import FastRead, binary_read, fast_read
+from chute.load.values import SENTINEL_TEXT, FastRead, binary_read, fast_read, read_as_text_by, text_missing
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
@@ -105,7 +105,7 @@ class Reads:
         return (
             ctx.info.stageable
             and all(u.fmt.format in COUNTED_FORMATS for u in batch)
-            and any(watched(c) for c in ctx.input_columns())
+            and any(watched(c, u.fmt.format) for c in ctx.input_columns() for u in batch)
         )
 
     def probing(self, batch: list[Unit]) -> bool:
@@ -192,31 +192,42 @@ class Reads:
         `flags`, watched columns (chute.load.missing) are read Nullable, their NULL taken as
         the default, and (column index, SQL: the value is missing) added to `flags`."""
         inputs = self.ctx.input_columns()
+        fmt = unit.fmt.format
+        json = fmt == "JSONEachRow"
         read_as = list(inputs)
         exprs = []
         fits = []
         for i, col in enumerate(inputs):
-            watch = flags is not None and watched(col)
+            watch = flags is not None and watched(col, fmt)
             ident = quote_ident(col.name)
             fast = self.checked_read(unit, col, counted=watch)
-            if watch and flags is not None and (fast is None or fast.read_as.startswith("Nullable(")):
-                flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
+            if watch and flags is not None:
+                if fast is None or fast.read_as.startswith("Nullable("):
+                    flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
+                else:  # (CSV/TSV text: an empty field, or `\N`, is an empty string here)
+                    flags.append((i, text_missing(f"{INPUT_ALIAS}.{ident}", json, False)))
             if fast is None and watch:
                 read_as[i] = Column(col.name, nullable_read(col.type), col.default_kind, col.default_expression)
                 exprs.append(f"{not_null(ident, col.type)} AS {ident}")
             elif fast is None:
-                if probe and watched(col):
+                if probe and watched(col, fmt):
                     read_as[i] = Column(col.name, col.type, "DEFAULT", sentinel(col.type))
                 exprs.append(ident)
             else:
                 # Text parsers wrap, clamp and roll over values that do not fit: read wide or
                 # as text, convert exactly (values.fast_read).
-                if probe and watched(col):
+                value = fast.lenient if flag_unfit else fast.value
+                if probe and watched(col, fmt):
                     plain = without_nullable(fast.read_as)
                     read_as[i] = Column(col.name, plain, "DEFAULT", sentinel(plain))
+                    if not json and read_as_text_by(fast):
+                        # A field read as text takes no default where it is empty (TSV, a quoted
+                        # CSV ""), yet converts to one: that fails the read as the sentinel does.
+                        missing = f"throwIf({text_missing(ident, False, False)}, {quote_str(SENTINEL_TEXT)})"
+                        value = f"CAST({value} + {missing}, {quote_str(col.type)})"
                 else:
                     read_as[i] = Column(col.name, fast.read_as, col.default_kind, col.default_expression)
-                exprs.append(f"{fast.lenient if flag_unfit else fast.value} AS {quote_ident(col.name)}")
+                exprs.append(f"{value} AS {ident}")
                 fits.append(fast.fits)
         return read_as, exprs, fits
 

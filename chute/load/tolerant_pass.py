@@ -16,13 +16,14 @@ from chute.errors import ChuteError, SourceError, UsageError
 from chute.load.careful import RAW_LIMIT, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import SENTINEL_TEXT, record_missing
+from chute.load.missing import record_missing
 from chute.load.outcome import Plan, batch_label, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.recovery import UNKNOWN_FIELD
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.sizing import Sizing
 from chute.load.tolerant import SKIP_ERRORS, ErrorFiles, kept_row_to_position, scratch_path
+from chute.load.values import SENTINEL_TEXT
 from chute.sql import TableName, quote_str
 from chute.targets.staging import MASK_COLUMN, CommitCheck
 from chute.units import Unit

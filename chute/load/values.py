@@ -12,9 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.schema import Column
+from chute.sources.base import CheckedRead
 from chute.sql import quote_ident, quote_str
 
 INT_RE = re.compile(r"^U?Int(8|16|32|64|128|256)$")
+SENTINEL_TEXT = "chute: a value is missing"
+"""The message of a read that met a missing value while reading without the count (chute.load.missing)."""
 
 
 def strip_wrappers(type_sql: str) -> tuple[str, bool]:
@@ -112,7 +115,7 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", count
         )
     conv = conversion(ident, type_sql)
     assert conv is not None
-    absent = f"isNull({ident})" if json else (f"empty(ifNull({ident}, ''))" if nullable else f"empty({ident})")
+    absent = text_missing(ident, json, nullable)
     fits = f"bitOr({absent}, isNotNull({conv}))"
     value = conv if nullable else f"ifNull({conv}, {missing})"
     temporal = temporal_parts(ident, inner)
@@ -135,6 +138,20 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", count
         f"({fits} != 0)",
         f"CAST({value}, {quote_str(type_sql)})",
     )
+
+
+def text_missing(ref: str, json: bool, nullable: bool) -> str:
+    """SQL: the text of a column read as text by `fast_read` (`ref`: how the query names it) is
+    missing, so the column takes its NULL or default: no key or null in JSON, an empty field
+    (or `\\N`, which the parser reads as one) in CSV/TSV."""
+    if json:
+        return f"isNull({ref})"
+    return f"empty(ifNull({ref}, ''))" if nullable else f"empty({ref})"
+
+
+def read_as_text_by(fast: FastRead | CheckedRead) -> bool:
+    """Whether `fast_read` reads the column as text (else wide: an integer as Int128 or Float64)."""
+    return fast.read_as in ("String", "Nullable(String)")
 
 
 WIDE_READ_FORMATS = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Native"})

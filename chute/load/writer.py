@@ -18,11 +18,12 @@ from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
 from chute.load.methods import Methods
-from chute.load.missing import SENTINEL_TEXT, record_missing
+from chute.load.missing import record_missing
 from chute.load.outcome import batch_label
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
+from chute.load.values import SENTINEL_TEXT
 from chute.nullcheck import NullsInFile
 from chute.targets.staging import MASK_COLUMN, copied_in
 from chute.units import Unit
@@ -150,7 +151,7 @@ class Writer:
         counting = self.reads.counting(batch)
         # A clean file is read without the count; one that misses a value fails that read, and
         # is read again with it (chute.load.missing.PROBED_FORMATS).
-        probe = counting and self.reads.probing(batch)
+        probe = counting and self.reads.probing(batch) and not self.commit.holds_null_marker(batch)
         counting = counting and not probe
         selects = self.reads.grouped(self.reads.selects(batch, count_missing=counting, probe=probe), settings)
         fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)

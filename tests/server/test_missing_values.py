@@ -211,3 +211,106 @@ def test_parquet_with_values_that_do_not_fit_counts_the_loaded_rows(tmp_path: Pa
     assert (report.rows_loaded, report.rows_rejected) == (4, 1)
     assert report.rows_defaulted == sum(v is None for v in small) and report.defaulted_columns == ["small"]
     assert rows(dest, "SELECT id, small FROM t ORDER BY id") == [["1", "1"], ["2", "0"], ["4", "0"], ["5", "7"]]
+
+
+# -- CSV and TSV: an empty field or `\N` ------------------------------------------------------
+
+TEXT_TABLE = """CREATE TABLE t (
+    id Int64, n Int32, s String, d Date, ts DateTime, f Float64, dec Decimal(9, 2),
+    seven Int64 DEFAULT 7, maybe Nullable(Int64)
+) ENGINE = MergeTree ORDER BY id"""
+TEXT_FULL = {"n": "5", "s": "x", "d": "2024-01-02", "ts": "2024-01-02 03:04:05", "f": "1.5", "dec": "2.25"}
+TEXT_ZERO = {"n": "0", "s": "", "d": "0", "ts": "0", "f": "0", "dec": "0"}
+
+
+def _text_rows(fmt: str, start: int, count: int, holes: bool) -> tuple[list[str], list[dict[str, str | None]]]:
+    """Lines of a CSV/TSV file and the values each means (None: missing). With `holes`, every third
+    row misses one value, in turn: an empty field, `\\N`, or in CSV a quoted empty field; every
+    fifth leaves only the Nullable and DEFAULT columns empty (not counted)."""
+    sep = "," if fmt == "CSV" else "\t"
+    names = list(TEXT_FULL)
+    lines, meant = [], []
+    for k in range(count):
+        fields: dict[str, str] = {"id": str(start + k), **TEXT_FULL, "seven": "1", "maybe": "2"}
+        values: dict[str, str | None] = dict(fields)
+        if holes and k % 3 == 0:
+            name = names[(k // 3) % len(names)]
+            how = (k // 3) % 3
+            if name == "s" and fmt == "CSV":
+                fields["s"], values["s"] = "", ""  # (an empty field is an empty string in CSV)
+            elif how == 1 or (fmt == "TSV" and name in ("n", "f")):  # (TSV: an empty number is a bad row)
+                fields[name], values[name] = "\\N", None
+            elif how == 2 and fmt == "CSV":
+                fields[name], values[name] = '""', None
+            elif name == "s":
+                fields["s"], values["s"] = "", ""  # (TSV: an empty field is an empty string)
+            else:
+                fields[name], values[name] = "", None
+        elif holes and k % 5 == 0:
+            fields["seven"] = fields["maybe"] = "\\N"
+            values["seven"], values["maybe"] = "7", None
+        lines.append(sep.join(fields[c] for c in ["id", *names, "seven", "maybe"]))
+        meant.append(values)
+    return lines, meant
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "TSV"])
+def test_csv_and_tsv_missing_values_are_counted(tmp_path: Path, dest: str, fmt: str) -> None:
+    if "://" in dest:
+        server_query(dest, TEXT_TABLE)
+    else:
+        open_engine(dest).execute(TEXT_TABLE)
+    ext = fmt.lower()
+    files = {f"holes.{ext}": _text_rows(fmt, 1, 60, holes=True), f"clean.{ext}": _text_rows(fmt, 100, 10, holes=False)}
+    for name, (lines, _) in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert report.ok, report.files
+    assert report.rows_rejected == 0
+
+    def missing(row: dict[str, str | None]) -> set[str]:
+        return {c for c in TEXT_FULL if row[c] is None}
+
+    expected = {name: sum(bool(missing(r)) for r in meant) for name, (_, meant) in files.items()}
+    assert expected[f"holes.{ext}"] > 10 and expected[f"clean.{ext}"] == 0
+    assert {Path(f.source).name: f.rows_defaulted for f in report.files} == expected
+    assert report.rows_defaulted == sum(expected.values())
+    named = {c for _, meant in files.values() for r in meant for c in missing(r)}
+    assert set(report.defaulted_columns) == named
+    dates = "if(toUInt16(d) = 0, '0', toString(d)), if(toUInt32(ts) = 0, '0', toString(ts))"
+    got = rows(dest, f"SELECT id, n, s, {dates}, f, if(dec = 0, '0', toString(dec)), seven, maybe FROM t ORDER BY id")
+    for line, row in zip(got, [r for _, meant in files.values() for r in meant], strict=True):
+        values = dict(zip(["id", *TEXT_FULL, "seven", "maybe"], line, strict=True))
+        for c in TEXT_FULL:
+            assert values[c] == (TEXT_ZERO[c] if row[c] is None else row[c]), (row, values)
+        assert values["seven"] == row["seven"]
+        # (a NULL in TSVRaw: `\N`, or 18.16's `ᴺᵁᴸᴸ`)
+        assert (values["maybe"] in ("\\N", "ᴺᵁᴸᴸ")) if row["maybe"] is None else values["maybe"] == row["maybe"]
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "TSV"])
+def test_dirty_csv_and_tsv_missing_values_are_counted(tmp_path: Path, dest: str, fmt: str) -> None:
+    """Bad rows as well (the careful pass, records split by the engine and checked in SQL): the
+    loaded rows' missing values are counted, the rejected rows' are not; and a quote that is
+    never closed (CSV) leaves the lines after it counted the same way."""
+    if "://" in dest:
+        server_query(dest, TEXT_TABLE)
+    else:
+        open_engine(dest).execute(TEXT_TABLE)
+    lines, meant = _text_rows(fmt, 1, 45, holes=True)
+    sep = "," if fmt == "CSV" else "\t"
+    bad = {5: sep.join(["999", "not a number", *["x"] * 7]), 20: sep.join(["998", "1"])}  # a bad value, too few fields
+    if fmt == "CSV":
+        bad[30] = sep.join(["997", "1", '"never closed', *["x"] * 6])
+    for at, line in sorted(bad.items(), reverse=True):
+        lines.insert(at, line)
+    (tmp_path / f"dirty.{fmt.lower()}").write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert report.ok, report.files
+    assert (report.rows_loaded, report.rows_rejected) == (len(meant), len(bad))
+    expected = sum(any(r[c] is None for c in TEXT_FULL) for r in meant)
+    assert report.rows_defaulted == expected > 0
+    got = rows(dest, "SELECT id, n, if(toUInt16(d) = 0, '0', toString(d)) FROM t ORDER BY id")
+    assert [g[0] for g in got] == [r["id"] for r in meant]
+    for line, row in zip(got, meant, strict=True):
+        assert line[1:] == [TEXT_ZERO[c] if row[c] is None else row[c] for c in ("n", "d")]
