@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from chute.load.careful import CheckedRows, check_delimited, check_json_lines
+from chute.load.careful import CheckedRows, check_json_lines
+from chute.load.careful_delimited import check_delimited
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
 from chute.load.missing import record_missing, watched

@@ -14,7 +14,7 @@ import pytest
 
 import chute
 from chute.engine import open_engine
-from chute.load.careful import UNCLOSED_QUOTE
+from chute.load.careful_delimited import UNCLOSED_QUOTE
 from chute.load.rejects import ErrorBudget
 
 from ..harness.servers import server_query

@@ -1,0 +1,310 @@
+"""The careful pass for CSV and TSV: records split by the engine's parser, values checked in SQL.
+
+All fields are read as text, the records the parser cannot split are written by the
+engine to an errors file with their numbers, and a quote that is never closed is
+found by counting lines (it would swallow the rest of the file).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+from chute.engine import Engine
+from chute.load.careful import RAW_LIMIT, CheckedRows, materialize
+from chute.load.missing import mask_sql
+from chute.load.values import (
+    bad_conditions,
+    default_of,
+    finals,
+    multi_if,
+    strip_wrappers,
+)
+from chute.schema import Column
+from chute.scratch import scratch_file
+from chute.sniff import refuse_binary
+from chute.sql import TableName, quote_ident, quote_str
+from chute.targets.staging import MASK_COLUMN
+
+
+# The line of the engine's diagnostic that says what is wrong (and its hint).
+ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
+
+
+def check_delimited(
+    engine: Engine,
+    file_expression: str,
+    lines_expression: str,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+    header_lines: int | None = None,
+    watched_at: tuple[int, ...] = (),
+) -> CheckedRows:
+    """Check CSV/TSV: records split by the engine's parser (all fields as text),
+    bad records (wrong field count, broken quoting) recorded by the engine with
+    their row numbers, values checked in SQL. A quote that is never closed would
+    swallow the rest of the file: that record is its first line alone, and the
+    lines after it are read again as records (`header_lines`: 0 or 1, None to look).
+    The columns `watched_at` (chute.load.missing) set bits of each record's MASK_COLUMN
+    where their value is missing (the good records' count of defaults)."""
+    refuse_binary(engine, lines_expression, "read as CSV/TSV")
+    errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
+    scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
+    header = header_lines if header_lines is not None else int(has_header(engine, lines_expression, columns, delimiter))
+    if header:
+        # All-text columns defeat the engine's header detection: say it outright.
+        file_expression = re.sub(r"'(CSV|TSV)'", r"'\1WithNames'", file_expression, count=1)
+    rest: list[CheckedRows] = []
+    try:
+        _read_records(engine, file_expression, scratch, columns, settings, errors_path)
+        bad_structure = (
+            "SELECT offset AS row, raw_data AS raw, "
+            f"concat('malformed record: ', coalesce(nullIf({ENGINE_REASON}, ''), reason)) AS reason "
+            f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
+            "table Nullable(String), offset UInt64, reason String, raw_data String')"
+        )
+        fields = [f"f{i}" for i in range(len(columns))]
+        if not (os.path.exists(errors_path) and os.path.getsize(errors_path) > 0):
+            select = _good_records(scratch, columns, delimiter, "[]::Array(UInt64)", watched_at)
+            lines = int(engine.rows(f"SELECT count() AS n FROM {lines_expression}")[0]["n"])
+            at_end = None if delimiter == "\t" else _open_at_end(engine, scratch, fields, lines_expression, lines, 0)
+            if at_end is not None:
+                select = _split_at(
+                    engine, select, at_end, lines_expression, columns, delimiter, settings, rest, watched_at
+                )
+            return materialize(engine, select, settings)
+        bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))"
+        good = _good_records(scratch, columns, delimiter, bad_rows, watched_at)
+        select = f"{good} UNION ALL SELECT row, raw, reason, {_no_values(columns)} FROM ({bad_structure})"
+        unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
+        if unclosed is not None:
+            select = _split_at(
+                engine, select, unclosed, lines_expression, columns, delimiter, settings, rest, watched_at
+            )
+        return materialize(engine, select, settings)
+    finally:
+        engine.execute(f"DROP TABLE IF EXISTS {scratch.sql}")
+        for checked in rest:
+            checked.drop(engine)
+        if os.path.exists(errors_path):
+            os.remove(errors_path)
+
+
+def _read_records(
+    engine: Engine,
+    file_expression: str,
+    scratch: TableName,
+    columns: list[Column],
+    settings: dict[str, str | int | float],
+    errors_path: str,
+) -> None:
+    """Every record's fields as text into `scratch` (k: its number among the good ones); the
+    engine writes the records it could not split into `errors_path`."""
+    read_settings = {
+        **settings,
+        "input_format_allow_errors_num": 1_000_000_000_000,
+        "input_format_allow_errors_ratio": 1,
+        "input_format_record_errors_file_path": errors_path,
+        "errors_output_format": "CSV",
+        "input_format_parallel_parsing": 0,
+        "max_threads": 1,
+    }
+    # (a field the file expression reads Nullable, as TSV's are: its NULL is the text `\N`)
+    names = ", ".join(f"ifNull({quote_ident(c.name)}, '\\\\N') AS f{i}" for i, c in enumerate(columns))
+    engine.execute(
+        f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
+        settings=read_settings,
+        context="reading records as text",
+    )
+
+
+def _no_values(columns: list[Column]) -> str:
+    """The value columns of a bad record: defaults, and no missing value."""
+    nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+    return f"{nulls}, toUInt64(0) AS {quote_ident(MASK_COLUMN)}"
+
+
+def _good_records(
+    scratch: TableName, columns: list[Column], delimiter: str, bad_rows: str, watched_at: tuple[int, ...]
+) -> str:
+    """The records the parser split, numbered among all records (bad ones counted), with
+    each value checked and converted, and the mask of the `watched_at` columns' missing values."""
+    fields = [f"f{i}" for i in range(len(columns))]
+    texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
+    present = [
+        f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {int(strip_wrappers(c.type)[0] == 'String')})"
+        + (f" AND f{i} != {quote_str(c.null_marker)})" if c.null_marker else ")")
+        for i, c in enumerate(columns)
+    ]
+    extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
+    return (
+        f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
+        f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
+        f"{multi_if(bad_conditions(columns, texts, present))} AS reason, "
+        f"{', '.join(finals(columns, texts, present, extract))}, "
+        f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])} FROM {scratch.sql}"
+    )
+
+
+def _split_at(
+    engine: Engine,
+    select: str,
+    unclosed: tuple[int, int],
+    lines_expression: str,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+    rest: list[CheckedRows],
+    watched_at: tuple[int, ...],
+) -> str:
+    """The record that swallowed the rest of the file is its first line alone; the lines after
+    it are records of their own, checked the same way (appended to `rest`, to be dropped)."""
+    row, line = unclosed
+    nulls = _no_values(columns)
+    select = (
+        f"SELECT * FROM ({select}) WHERE row < {row} "
+        f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
+        f"{quote_str(UNCLOSED_QUOTE)} AS reason, {nulls} FROM "
+        f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
+    )
+    if _has_lines_after(engine, lines_expression, line):
+        rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings, watched_at))
+        values = ", ".join([*(f"v{i}" for i in range(len(columns))), quote_ident(MASK_COLUMN)])
+        select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest[-1].table.sql}"
+    return select
+
+
+UNCLOSED_QUOTE = "malformed record: a quote opened in this record is never closed (it would run to the end of the file)"
+
+
+def _unclosed_quote(
+    engine: Engine,
+    scratch: TableName,
+    fields: list[str],
+    bad_structure: str,
+    lines_expression: str,
+    header: int,
+    delimiter: str,
+) -> tuple[int, int] | None:
+    """(record number, line number) of a record whose open quote swallowed the lines after
+    it; None when every line of the file is in some record, or no such record is found.
+
+    An opening quote that is never closed makes the parser read on, past line ends, to
+    the next quote (the opening quote of a later field) or to the end of the file, and
+    drop all of it as one bad record: the records it read then cover fewer lines than
+    the file has. Good records cover one line each plus the line breaks in their
+    fields, a bad record at least one. The first bad record starts right after the good
+    records before it; if the parser said it ran into a quote or the end, it is that
+    record: its first line alone is bad, and the lines after it are read again."""
+    if delimiter == "\t":
+        return None  # TSV has no quoting
+    counts = engine.rows(
+        f"SELECT (SELECT count() FROM {lines_expression}) AS lines, "
+        f"(SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) FROM {scratch.sql}) "
+        f"AS good_lines, (SELECT count() FROM ({bad_structure})) AS bad"
+    )[0]
+    lines, good_lines, bad = int(counts["lines"]), int(counts["good_lines"] or 0), int(counts["bad"])
+    if header + good_lines + bad >= lines:
+        # Every line is in a record; but a quote opened on the last line leaves no raw text.
+        last = engine.rows(f"SELECT row, raw FROM ({bad_structure}) ORDER BY row DESC LIMIT 1")
+        if last and str(last[0]["raw"]).startswith("Buffer has gone") and header + good_lines + bad == lines:
+            return int(last[0]["row"]), lines
+        return _open_at_end(engine, scratch, fields, lines_expression, lines, bad)
+    # The first bad record that ran on: bad records before it (a field too few, say) are one
+    # line each, as the parser stopped at their line end.
+    found = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row")
+    ran_on = [i for i, b in enumerate(found) if any(sign in str(b["reason"]) for sign in QUOTE_RAN_ON)]
+    if not ran_on:
+        return None
+    bad_before = ran_on[0]
+    row = int(found[bad_before]["row"])
+    before = engine.rows(
+        f"SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) AS n "
+        f"FROM {scratch.sql} WHERE k < {row - 1 - bad_before}"
+    )[0]
+    return row, header + int(before["n"] or 0) + bad_before + 1
+
+
+def _open_at_end(
+    engine: Engine, scratch: TableName, fields: list[str], lines_expression: str, lines: int, bad: int
+) -> tuple[int, int] | None:
+    """(record number, line number) of the last record when a quote in its last field is
+    never closed: the parser then ends the field with the file, without an error.
+
+    The file's quotes are odd in number, and the last line where the quotes before it
+    are even (where a record can start) begins a record that runs to the end; the
+    last record's fields hold the line breaks of all the lines after it. A quote
+    inside an unquoted field (`5"`) makes the count odd too, but its record is one
+    line: it is left as it is."""
+    parity = engine.rows(
+        "SELECT sum(q) % 2 AS odd, argMaxIf(n, n, before % 2 = 0) AS start FROM ("
+        "SELECT _row_number + 1 AS n, countSubstrings(line, '\"') AS q, "
+        "sum(q) OVER (ORDER BY _row_number ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before "
+        f"FROM {lines_expression})",
+        {"input_format_parallel_parsing": 0, "max_threads": 1},
+    )[0]
+    if not int(parity["odd"] or 0):
+        return None
+    start = int(parity["start"])
+    last = engine.rows(
+        f"SELECT countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n') AS breaks, "
+        f"(SELECT count() FROM {scratch.sql}) AS records FROM {scratch.sql} ORDER BY k DESC LIMIT 1"
+    )
+    if not last or int(last[0]["breaks"]) < max(1, lines - start):
+        return None
+    return int(last[0]["records"]) + bad, start
+
+
+def _has_lines_after(engine: Engine, lines_expression: str, line: int) -> bool:
+    found = engine.rows(
+        f"SELECT count() AS n FROM (SELECT 1 FROM {lines_expression} WHERE _row_number >= {line} LIMIT 1)"
+    )
+    return bool(int(found[0]["n"]))
+
+
+QUOTE_RAN_ON = ("There is no delimiter", "Buffer has gone", "Unexpected end of stream")
+"""What the engine says of a record whose quoted field ran on into a later quote or the end."""
+
+
+def _check_rest(
+    engine: Engine,
+    lines_expression: str,
+    line: int,
+    columns: list[Column],
+    delimiter: str,
+    settings: dict[str, str | int | float],
+    watched_at: tuple[int, ...],
+) -> CheckedRows:
+    """The records of the lines after `line` (1-based), checked as a file of their own."""
+    path = scratch_file("rest", ".csv")
+    try:
+        engine.execute(
+            f"INSERT INTO FUNCTION file({quote_str(path)}, 'LineAsString', 'line String') "
+            f"SELECT line FROM {lines_expression} WHERE _row_number >= {line} SETTINGS max_threads = 1, "
+            "engine_file_truncate_on_insert = 1",
+            context="reading the rest of the file",
+        )
+        text_columns = ", ".join(f"{quote_ident(c.name)} String" for c in columns)
+        expression = f"file({quote_str(path)}, 'CSV', {quote_str(text_columns)})"
+        rest_lines = f"file({quote_str(path)}, 'LineAsString', 'line String')"
+        return check_delimited(
+            engine, expression, rest_lines, columns, delimiter, settings, header_lines=0, watched_at=watched_at
+        )
+    finally:
+        os.remove(path)
+
+
+def has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:
+    """Whether the first line holds the column names (a UTF-8 BOM and quotes aside)."""
+    rows = engine.rows(
+        "SELECT arrayMap(f -> trimBoth(replaceRegexpAll(f, '^\\s*\"|\"\\s*$', '')), "
+        f"splitByString({quote_str(delimiter)}, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
+        f"'\\r$', ''))) AS fields FROM {lines_expression} LIMIT 1"
+    )
+    if not rows:
+        return False
+    names = {c.name for c in columns}
+    fields = rows[0]["fields"]
+    return bool(fields) and all(f in names for f in fields)
