@@ -27,7 +27,6 @@ from chute.sniff import refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 
-
 # The line of the engine's diagnostic that says what is wrong (and its hint).
 ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
 
