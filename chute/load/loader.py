@@ -265,6 +265,8 @@ class Loader:
             return
         try:
             self.careful.run(unit, plan)
+            if plan.results[unit.key].state == "loaded":
+                self.methods.ran([unit], "client-convert", "bad rows: read here and checked record by record")
         except ChuteError as careful_exc:
             if not careful_exc.terminal:
                 raise
