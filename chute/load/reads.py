@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from chute.engine import Settings
 from chute.load.context import LoadContext
@@ -183,6 +184,35 @@ class Reads:
             exprs.append(mask_sql(flags, " AND ".join(fits) if flag_unfit and fits else None))
             table_expr += f" AS {INPUT_ALIAS}"
         return f"SELECT {', '.join(exprs)} FROM {table_expr}"
+
+    def flagged_select(
+        self, units: list[Unit], wrap: Callable[[Unit, str], str], count_missing: bool, probe: bool
+    ) -> str:
+        """One SELECT over `units` (JSON lines: one format, so one set of conversions) that keeps a
+        row whose values do not fit, with UNFIT_ROW added to its `_source_row` (chute.load.tolerant_pass).
+
+        Each unit is read by a small SELECT of its own (`wrap` gives it its own settings: its errors
+        file), the raw columns and provenance; the conversions and checks are written once, over the
+        UNION ALL of those. Written per unit, the engine analysed 20 copies of the checks: 1.5 CPU-s
+        for a 20-file batch, as much as reading a third of its rows."""
+        flags: list[tuple[int, str]] | None = [] if count_missing else None
+        read_as, exprs, fits = self.typed_columns(units[0], True, flags, probe and not count_missing)
+        raw = [quote_ident(c.name) for c in read_as]
+        reads = []
+        for unit in units:
+            table_expr = self.ctx.source.table_expression(unit, structure(read_as), self.ctx.format_name(unit))
+            provenance = self.provenance(unit, self.row_number(unit, False))
+            named = [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+            reads.append(wrap(unit, f"SELECT {', '.join(raw + named)} FROM {table_expr}"))
+        kept = " AND ".join(fits) if fits else None
+        for name, (_, t) in self.provenance(units[0], "0").items():
+            if name == "_source_row" and kept:
+                exprs.append(f"CAST(if({kept}, _source_row, _source_row + {UNFIT_ROW}), {quote_str(t)}) AS _source_row")
+            else:
+                exprs.append(name)
+        if flags is not None:
+            exprs.append(mask_sql(flags, kept))
+        return f"SELECT {', '.join(exprs)} FROM ({' UNION ALL '.join(reads)}) AS {INPUT_ALIAS}"
 
     def typed_columns(
         self, unit: Unit, flag_unfit: bool = False, flags: list[tuple[int, str]] | None = None, probe: bool = False

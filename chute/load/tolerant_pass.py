@@ -70,12 +70,7 @@ class TolerantPass:
         # with the count (chute.load.missing.sentinel).
         probe = counting and self.reads.probing(batch)
         counting = counting and not probe
-        selects = [
-            errors.wrap(
-                u.key, self.reads.select_sql([u], flag_unfit=True, count_missing=counting, probe=probe), settings
-            )
-            for u in batch
-        ]
+        selects = [self.reads.flagged_select(batch, lambda u, sql: errors.wrap(u.key, sql, settings), counting, probe)]
         missing: dict[str, tuple[int, int]] | None = {} if counting else None
         value_missing = False
         try:
