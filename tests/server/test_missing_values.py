@@ -344,3 +344,41 @@ def test_a_file_the_server_refused_is_counted_by_the_careful_pass(tmp_path: Path
     assert report.ok and report.rows_loaded == len(data), report.files
     assert report.methods == {"client-convert": 1}, report.method_why
     assert report.rows_defaulted == sum(any(r.get(c) is None for c in WATCHED) for r in data)
+
+
+@pytest.mark.parametrize("how", ["halves", "ranges"])
+@pytest.mark.parametrize("fmt", ["CSV", "TSV"])
+def test_big_text_files_count_their_missing_values(
+    tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch, fmt: str, how: str
+) -> None:
+    """A file read as two halves at once (a partitioned table) or as byte ranges: each part that
+    meets a missing value is read again with the count, and the counts add up."""
+    from chute.load import halves as load_halves
+
+    engine = open_engine(target)
+    engine.execute(TEXT_TABLE.replace("ORDER BY id", "PARTITION BY toYYYYMM(d) ORDER BY id"))
+    lines, meant = _text_rows(fmt, 1, 3000, holes=True)
+    path = tmp_path / f"big.{fmt.lower()}"
+    path.write_text("\n".join(lines) + "\n")
+    options = chute.LoadOptions(workers=2)
+    halves: list[str] = []
+    if how == "halves":
+        monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
+        write_halves = load_halves.Halves.write
+
+        def spy(self, unit, *args, **kwargs):  # type: ignore[no-untyped-def]
+            written = write_halves(self, unit, *args, **kwargs)
+            halves.append(unit.key)
+            return written
+
+        monkeypatch.setattr(load_halves.Halves, "write", spy)
+    else:
+        options = chute.LoadOptions(workers=2, split_bytes=path.stat().st_size // 4)
+    report = chute.load([str(path)], table="t", target=target, options=options)
+    assert report.ok and report.rows_loaded == len(meant) and report.rows_rejected == 0, report.files
+    assert halves == ([str(path)] if how == "halves" else [])
+    assert report.rows_defaulted == sum(any(r[c] is None for c in TEXT_FULL) for r in meant)
+    got = engine.rows("SELECT id, n FROM t ORDER BY id")
+    assert [(str(g["id"]), str(g["n"])) for g in got] == [
+        (r["id"], TEXT_ZERO["n"] if r["n"] is None else r["n"]) for r in meant
+    ]
