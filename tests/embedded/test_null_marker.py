@@ -19,8 +19,9 @@ import chute
 from chute import nullcheck
 from chute.engine import open_engine
 from chute.load import commit as load_commit
-from chute.load import halves as load_halves
 from chute.sql import quote_str
+
+from ..harness.data import halves_for_every_file
 
 ROWS = 4_000
 STRUCTURE = "id UInt64, ts DateTime('UTC'), who String, n UInt8"
@@ -92,17 +93,7 @@ def test_rows_are_the_engines_own_reading(
     options = chute.LoadOptions(workers=2)
     if how == "ranges":
         options = chute.LoadOptions(workers=2, split_bytes=path.stat().st_size // 5)
-    halves: list[str] = []
-    if how == "halves":
-        monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
-        write_halves = load_halves.Halves.write
-
-        def spy(self, unit, *args, **kwargs):  # type: ignore[no-untyped-def]
-            written = write_halves(self, unit, *args, **kwargs)
-            halves.append(unit.key)  # loaded as halves, not failed over to the sorting way
-            return written
-
-        monkeypatch.setattr(load_halves.Halves, "write", spy)
+    halves = halves_for_every_file(monkeypatch) if how == "halves" else []
     report = chute.load([str(path)], "events", target=target, options=options)
     assert report.ok and report.rows_loaded == ROWS and report.rows_rejected == 0
     assert halves == ([str(path)] if how == "halves" else [])

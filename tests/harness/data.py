@@ -96,3 +96,22 @@ def table_parts(engine, table: str) -> tuple[int, int]:  # type: ignore[no-untyp
         f"WHERE database = currentDatabase() AND table = '{table}' AND active"
     )[0]
     return int(got["parts"]), int(got["partitions"])
+
+
+def halves_for_every_file(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """Let any file into a partitioned table load as two halves (chute.load.halves), and list
+    the keys of the files that did (not failed over to the sorting way)."""
+    import importlib
+
+    load_halves = importlib.import_module("chute.load.halves")
+    monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
+    write_halves = load_halves.Halves.write
+    halves: list[str] = []
+
+    def spy(self, unit, *args, **kwargs):  # type: ignore[no-untyped-def]
+        written = write_halves(self, unit, *args, **kwargs)
+        halves.append(unit.key)
+        return written
+
+    monkeypatch.setattr(load_halves.Halves, "write", spy)
+    return halves

@@ -12,6 +12,7 @@ import pytest
 import chute
 from chute.engine import open_engine
 
+from ..harness.data import halves_for_every_file
 from ..harness.servers import server_query
 from .test_fidelity import PROVENANCE, dest, rows
 
@@ -353,26 +354,14 @@ def test_big_text_files_count_their_missing_values(
 ) -> None:
     """A file read as two halves at once (a partitioned table) or as byte ranges: each part that
     meets a missing value is read again with the count, and the counts add up."""
-    from chute.load import halves as load_halves
-
     engine = open_engine(target)
     engine.execute(TEXT_TABLE.replace("ORDER BY id", "PARTITION BY toYYYYMM(d) ORDER BY id"))
     lines, meant = _text_rows(fmt, 1, 3000, holes=True)
     path = tmp_path / f"big.{fmt.lower()}"
     path.write_text("\n".join(lines) + "\n")
     options = chute.LoadOptions(workers=2)
-    halves: list[str] = []
-    if how == "halves":
-        monkeypatch.setattr(load_halves, "HALVES_MIN_BYTES", 1)
-        write_halves = load_halves.Halves.write
-
-        def spy(self, unit, *args, **kwargs):  # type: ignore[no-untyped-def]
-            written = write_halves(self, unit, *args, **kwargs)
-            halves.append(unit.key)
-            return written
-
-        monkeypatch.setattr(load_halves.Halves, "write", spy)
-    else:
+    halves = halves_for_every_file(monkeypatch) if how == "halves" else []
+    if how == "ranges":
         options = chute.LoadOptions(workers=2, split_bytes=path.stat().st_size // 4)
     report = chute.load([str(path)], table="t", target=target, options=options)
     assert report.ok and report.rows_loaded == len(meant) and report.rows_rejected == 0, report.files
