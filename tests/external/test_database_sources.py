@@ -488,6 +488,31 @@ def test_cursor_loads_rows_past_the_last_one(postgres: PostgresServer, target: s
         load(url, "events", target)
 
 
+def test_postgres_split_by_another_column_and_tables_never_analyzed_or_empty(
+    postgres: PostgresServer, target: str
+) -> None:
+    """The catalog query reads the bounds of the --split-by column (not the primary key), a table never
+    analyzed is counted, and an empty table plans nothing."""
+    postgres.sql(
+        "CREATE TABLE coded (code text PRIMARY KEY, n integer NOT NULL, v text);"
+        "INSERT INTO coded SELECT 'c' || g, g + 10, 'v' FROM generate_series(1, 300) g;"
+        "CREATE TABLE nothing (id bigint PRIMARY KEY, v text);"
+    )
+    base = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}"
+    report = load(f"{base}/coded?rows_per_range=100", "coded", target, LoadOptions(split_by="n"))
+    assert report.ok and report.rows_loaded == 300
+    assert [(f.source.rsplit("#", 1)[1], f.rows_loaded) for f in report.files] == [
+        ("n=[11,111)", 100),
+        ("n=[111,211)", 100),
+        ("n=[211,311)", 100),
+    ]
+    postgres.sql("INSERT INTO coded VALUES ('new', 400, 'w');")
+    delta = load(f"{base}/coded?rows_per_range=100", "coded", target, LoadOptions(split_by="n"))
+    assert [(f.source.rsplit("#", 1)[1], f.rows_loaded) for f in delta.files] == [("n=[311,401)", 1)]
+    empty = load(f"{base}/nothing", "nothing", target)
+    assert empty.ok and empty.files == [] and empty.rows_loaded == 0
+
+
 def test_table_without_key_is_one_unit_recounted(postgres: PostgresServer, target: str) -> None:
     postgres.sql(
         "CREATE TABLE heap (a integer, b text); INSERT INTO heap SELECT g, 'x' FROM generate_series(1, 100) g;"

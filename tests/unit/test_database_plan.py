@@ -12,6 +12,7 @@ from chute.errors import UsageError
 from chute.sources import dbplan
 from chute.sources.database import parse_url
 from chute.sources.database.columns import Part, merged_filter
+from chute.sources.database.pgcatalog import catalog_query, parse_bounds
 from chute.sources.dbplan import choose_streams, estimate_cuts, is_local, mysql_str, pg_ident, pg_str, scaled_rows
 
 
@@ -142,3 +143,14 @@ def test_whole_table_is_filtered_by_the_engine_only() -> None:
     assert merged_filter(cursor) == "`at` <= 5 AND `id` >= 1 AND `id` < 101"
     apart = [Part(table, "", "id", 1, 11), Part(table, "", "id", 51, 61)]  # type: ignore[arg-type]
     assert merged_filter(apart) == "(`id` >= 1 AND `id` < 11) OR (`id` >= 51 AND `id` < 61)"
+
+
+def test_key_bounds_from_the_catalog_query_xml() -> None:
+    row = '<row xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n  <lo>-5</lo>\n  <hi>3000000</hi>\n</row>\n'
+    assert parse_bounds(row) == (-5, 3_000_000)
+    # An empty table: min and max are NULL, left out of the row.
+    assert parse_bounds('<row xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n</row>\n') is None
+    # Names reach the query as literals (format's %I quotes them on the server).
+    query = catalog_query("s'x", 't"y', "k'ey", bounds=True)
+    assert "E's''x'" in query and "E't\"y'" in query and "E'k''ey'" in query
+    assert "query_to_xml" not in catalog_query("s", "t", None, bounds=False)

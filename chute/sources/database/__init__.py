@@ -5,12 +5,14 @@
 
 The engine does every row (no Python per row): it streams the table (COPY for
 PostgreSQL, a SELECT for MySQL) with each unit's filter pushed down to the
-server. Python only plans, and planning reads no row: the server answers two
+server. Python only plans, and planning reads no row: the server answers
 small queries of its own (run through an engine dictionary, `server_rows`):
 its catalog (column types, primary key) and the key's min and max (through the
 key's index) with the catalog's row estimate (PostgreSQL reltuples scaled to
 the table's current pages; MySQL TABLE_ROWS; counted by the server when the
-table was never analyzed). See chute.sources.dbplan.
+table was never analyzed). See chute.sources.dbplan. PostgreSQL answers all of
+it in one query (chute.sources.database.pgcatalog), run while the engine
+describes the table: two connections at once, ~0.06-0.1 s on a busy 2-core box.
 
 - A table with a one-column integer primary key (or `--split-by COL`) is cut
   into key ranges of equal width, about `rows_per_range` rows each by the

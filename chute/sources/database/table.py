@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -11,6 +12,7 @@ from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.sources.base import CheckedRead, SourceOptions
 from chute.sources.database.columns import SourceColumn, one_reason, parse_structure, scrub_secret, split_nullable
 from chute.sources.database.exact import decimal, temporal
+from chute.sources.database.pgcatalog import catalog_query, parse_bounds
 from chute.sources.database.url import (
     CONNECTION_ERRORS,
     CURSOR_TYPE,
@@ -107,6 +109,39 @@ class DatabaseTable:
         (None: the catalog has none, counted then) with keys from `start` on; None: no such row."""
         assert self.key is not None
         u, pg = self.url, self.url.dialect == "postgresql"
+        read, fetched = self._catalog_bounds()
+        if not read:
+            fetched = self._read_bounds()
+        if fetched is None or (start is not None and fetched[1] < start):
+            return None
+        lo, hi, rows = fetched
+        if rows <= 0:
+            # Never analyzed (or an empty-looking estimate for a table with rows): the server counts.
+            table = f"{pg_ident(u.schema)}.{pg_ident(u.table)}"
+            if not pg:
+                table = f"{mysql_ident(u.database)}.{mysql_ident(u.table)}"
+            counted = self.server_rows(
+                f"SELECT CAST(count(*) AS {'text' if pg else 'CHAR'}) AS n FROM {table}", ["n"], "counting rows"
+            )
+            rows = int(counted[0]["n"])
+        return lo, hi, scaled_rows(rows, lo, hi, start)
+
+    def _catalog_bounds(self) -> tuple[bool, tuple[int, int, int] | None]:
+        """The key's (min, max) and the row estimate as the catalog query read them (PostgreSQL): (False,
+        None) if it did not (see `catalog_query`), (True, None) if the table has no row."""
+        assert self.key is not None
+        rows = self._catalog()
+        bounds = next((r for r in rows if r["k"] == "bounds" and r["c"] == self.key.name), None)
+        estimate = next((r for r in rows if r["k"] == "estimate"), None)
+        if bounds is None or estimate is None:
+            return False, None
+        got = parse_bounds(bounds["v"])
+        return True, None if got is None else (got[0], got[1], int(estimate["v"]))
+
+    def _read_bounds(self) -> tuple[int, int, int] | None:
+        """(min, max) of the key through its index and the catalog's row estimate, in a query of their own."""
+        assert self.key is not None
+        u, pg = self.url, self.url.dialect == "postgresql"
         if pg:
             k = pg_ident(self.key.name)
             table = f"{pg_ident(u.schema)}.{pg_ident(u.table)}"
@@ -133,16 +168,9 @@ class DatabaseTable:
                 f"CAST(COALESCE(({estimate}), -1) AS CHAR) AS n FROM {table}"
             )
         got = self.server_rows(query, ["lo", "hi", "n"], "reading the key's bounds")[0]
-        if not got["lo"] or not got["hi"] or (start is not None and int(got["hi"]) < start):
+        if not got["lo"] or not got["hi"]:
             return None
-        lo, hi, rows = int(got["lo"]), int(got["hi"]), int(got["n"])
-        if rows <= 0:
-            # Never analyzed (or an empty-looking estimate for a table with rows): the server counts.
-            counted = self.server_rows(
-                f"SELECT CAST(count(*) AS {'text' if pg else 'CHAR'}) AS n FROM {table}", ["n"], "counting rows"
-            )
-            rows = int(counted[0]["n"])
-        return lo, hi, scaled_rows(rows, lo, hi, start)
+        return int(got["lo"]), int(got["hi"]), int(got["n"])
 
     def server_workers(self) -> int | None:
         """The server's parallel workers (PostgreSQL max_parallel_workers; MariaDB thread_pool_size, its
@@ -164,7 +192,12 @@ class DatabaseTable:
         return None
 
     def _columns(self) -> list[SourceColumn]:
-        described = self.rows(f"DESCRIBE TABLE {self.url.function()}", "reading the columns")
+        # The catalog (through a dictionary's connection) while the engine describes the table
+        # (through its own): two connections to the server in the time of one.
+        with ThreadPoolExecutor(1) as pool:
+            catalog = pool.submit(self._catalog)
+            described = self.rows(f"DESCRIBE TABLE {self.url.function()}", "reading the columns")
+            catalog.result()
         kinds = self._catalog_types()
         if self.url.dialect == "mysql" and "timestamp" in kinds.values():
             self.server_zone = self._mysql_zone()
@@ -178,17 +211,8 @@ class DatabaseTable:
             return self._catalog_rows
         u = self.url
         if u.dialect == "postgresql":
-            same = f"table_schema = {pg_str(u.schema)} AND table_name = {pg_str(u.table)}"
-            query = (
-                "SELECT 'type:' || column_name AS id, 'type' AS k, column_name::text AS c, "
-                "CASE WHEN data_type = 'numeric' AND numeric_scale IS NULL THEN 'numeric free' "
-                "ELSE data_type::text END AS v "
-                f"FROM information_schema.columns WHERE {same} "
-                "UNION ALL SELECT 'key:' || column_name, 'key', column_name::text, ordinal_position::text "
-                f"FROM information_schema.key_column_usage WHERE {same} AND constraint_name IN ("
-                f"SELECT constraint_name FROM information_schema.table_constraints WHERE {same} "
-                "AND constraint_type = 'PRIMARY KEY')"
-            )
+            # With --cursor the key's bounds come with the cursor's window (see Planner._window).
+            query = catalog_query(u.schema, u.table, self.options.split_by, bounds=self.options.cursor is None)
         else:
             same = f"TABLE_SCHEMA = {mysql_str(u.database)} AND TABLE_NAME = {mysql_str(u.table)}"
             query = (
