@@ -11,7 +11,7 @@ import pytest
 from chute.errors import UsageError
 from chute.sources import dbplan
 from chute.sources.database import parse_url
-from chute.sources.database.columns import Part, merged_filter
+from chute.sources.database.part import Part, merged_filter
 from chute.sources.database.pgcatalog import catalog_query, parse_bounds
 from chute.sources.dbplan import choose_streams, estimate_cuts, is_local, mysql_str, pg_ident, pg_str, scaled_rows
 

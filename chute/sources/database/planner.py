@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from chute.errors import UsageError
-from chute.sources.database.columns import Part, split_nullable
+from chute.sources.database.columns import split_nullable
+from chute.sources.database.part import Part
 from chute.sources.database.table import DatabaseTable
 from chute.sources.database.url import INTEGER_TYPE, RANGE_PART, WINDOW_PART
 from chute.sources.dbplan import (

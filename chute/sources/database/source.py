@@ -10,7 +10,7 @@ from chute.engine import Engine, shared_engine
 from chute.errors import UsageError
 from chute.schema import Column
 from chute.sources.base import CheckedRead, SourceBase, SourceOptions
-from chute.sources.database.columns import Part, merged_filter
+from chute.sources.database.part import Part, merged_filter
 from chute.sources.database.planner import Planner
 from chute.sources.database.table import DatabaseTable
 from chute.sources.database.url import READ_DATABASE, parse_url
