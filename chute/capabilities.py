@@ -53,6 +53,9 @@ class Capabilities:
     checked_typed_reads: bool
     """What chute's check of a typed file's values needs on the server reading it (Date32,
     accurateCastOrNull, toUnixTimestamp64Second, throwIf with a message): 21.9."""
+    table_totals: bool
+    """system.tables has total_rows and total_bytes (gated at 20.5; a server past it that lacks
+    them fails the read, and the parts are summed as on older ones)."""
     nested_tuples: bool
     """A (named) Tuple inside Array(...), Nullable(...) or another Tuple (issue 15587: refused
     up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
@@ -83,6 +86,7 @@ class Capabilities:
             date32=v >= (21, 9, 0),
             checked_typed_reads=v >= (21, 9, 0),
             nested_tuples=v >= (21, 1, 0),
+            table_totals=v >= (20, 5, 0),
         )
 
     @property

@@ -91,7 +91,9 @@ def load(
     source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta)))
     units = source.units()
     check_cluster(opts, tgt, source, units)
-    loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta))
+    # The books' place depends on the table: where it was there already, as found above.
+    books = ledger.books if meta is not None else None
+    loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta, books=books))
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
     finally:

@@ -61,6 +61,8 @@ class Books:
         self._placement: tuple[str, str, str] | None = None
         """(ON CLUSTER clause, ZooKeeper directory, replica name); ("", "", "") for plain tables."""
         self._quorum: dict[str, int] = {}
+        """Per table of the books: 1 replicated, -1 plain."""
+        self._quorum_lock = threading.Lock()
 
     # -- where ----------------------------------------------------------------
 
@@ -134,21 +136,29 @@ class Books:
     # -- how ------------------------------------------------------------------
 
     def quorum(self, name: TableName) -> int:
-        """Every replica of `name` (0: not replicated, or one replica). Read each time (a few
-        ms): a replica that joins during the load counts from its first moment. (Known plain
-        tables are not asked again.)"""
+        """Every replica of `name` (0: not replicated, or one replica). Read each time for a
+        replicated table (a few ms): a replica that joins during the load counts from its first
+        moment. A plain table is never replicated later: its engine is read once (and once
+        for all the threads that ask at the same time)."""
         key = str(name)
-        with self._lock:
-            if self._quorum.get(key) == -1:
-                return 0
+        with self._quorum_lock:
+            kind = self._quorum.get(key)
+            if kind is None:
+                found = self.target.rows(
+                    f"SELECT engine FROM system.tables WHERE database = {_database(name)} "
+                    f"AND name = {quote_str(name.table)}"
+                )
+                if not found:
+                    return 0  # not there (yet): asked again next time
+                kind = 1 if str(found[0]["engine"]).startswith("Replicated") else -1
+                self._quorum[key] = kind
+        if kind == -1:
+            return 0
         found = self.target.rows(
             f"SELECT total_replicas AS n FROM system.replicas WHERE database = {_database(name)} "
             f"AND table = {quote_str(name.table)}"
         )
         n = int(found[0]["n"]) if found else 0
-        if not found and self.target.table_columns(name) is not None:
-            with self._lock:
-                self._quorum[key] = -1  # a plain table: never replicated later
         return n if n > 1 else 0
 
     def read_settings(self, name: TableName) -> Settings | None:

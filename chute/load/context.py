@@ -91,11 +91,14 @@ class LoadContext:
     csv_delimiter: str | None = None
     """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    books: Books | None = None
+    """Where the books are kept, as the caller found it (None: found here)."""
 
     def __post_init__(self) -> None:
         self.delimiter_given = self.opts.delimiter is not None
         self.workers = self.opts.workers or os.cpu_count() or 1
-        self.books = Books(self.target, self.table, self.opts.cluster)
+        if self.books is None:
+            self.books = Books(self.target, self.table, self.opts.cluster)
         self.ledger = Ledger(self.target, self.table, self.books)
         self.rejects = Rejects(self.target, self.table, self.books)
         self.report = LoadReport(self.load_id, str(self.table), self.target.display_name)

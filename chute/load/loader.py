@@ -127,17 +127,20 @@ class Loader:
             progress.add(self._one(batch, plan))
 
         with ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext():
-            if self.sharing is not None:
-                found = rotated(found)
-            if streams == 1:
-                for batch in found:
-                    one(batch)
-            else:
-                with ThreadPoolExecutor(streams) as pool:
-                    for future in [pool.submit(one, b) for b in found]:
-                        future.result()
-            if self.sharing is not None:
-                self.sharing.load_waiting(one, lambda units: batches(ctx, self.methods, units))
+            try:
+                if self.sharing is not None:
+                    found = rotated(found)
+                if streams == 1:
+                    for batch in found:
+                        one(batch)
+                else:
+                    with ThreadPoolExecutor(streams) as pool:
+                        for future in [pool.submit(one, b) for b in found]:
+                            future.result()
+                if self.sharing is not None:
+                    self.sharing.load_waiting(one, lambda units: batches(ctx, self.methods, units))
+            finally:
+                self.methods.parse.close()  # its posting threads end; its stages are dropped
         if self.sharing is not None:
             self.sharing.drop_stale_stages()  # a worker killed meanwhile left its stage behind
 
@@ -145,7 +148,8 @@ class Loader:
         """Load one batch (under claims where others may share the job); the units it settled."""
         sharing = self.sharing
         if sharing is not None:
-            batch = sharing.claimed(batch, plan)
+            parsed = self.ctx.fill_provenance and self.methods.pass_through(batch)
+            batch = sharing.claimed(batch, plan, engine_reads=not parsed)
         try:
             if batch:
                 self._load_batch(batch, plan)

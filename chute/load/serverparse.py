@@ -12,19 +12,26 @@ a stage that is not is dropped and its file read here (client-convert), as is a 
 server cannot parse (then the usual fallbacks give bad rows their rejects).
 
 The stages of a batch fill at once, then move in with one ALTER (ATTACH PARTITION ... FROM
-each), so the books (ledger, claims) cost what they cost for any batch.
+each), so the books (ledger, claims) cost what they cost for any batch. The files of every
+batch go through one set of connections (`Posts`), earlier batches first, so the server
+parses as many files at once as keep its cores busy, with no gap while a batch keeps its
+books; stages are dropped in the background once their rows are in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
+import itertools
 import os
+import queue
 import re
+import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from chute.capabilities import Capabilities
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
@@ -42,6 +49,8 @@ ONE_BLOCK_BYTES = 256 * 2**20
 memory while it writes it); bigger ones are read here."""
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
+DROP_THREADS = 2
+"""Threads that drop the stages whose rows are in, while the next files are parsed."""
 _KEY_NAMES = re.compile(r"\b(_source|_source_mtime|_source_row|_load_id)\b")
 
 
@@ -81,6 +90,51 @@ def uncompressed_size(unit: Unit) -> int | None:
     return size if size >= unit.size // 2 else None
 
 
+@dataclass(order=True)
+class _Post:
+    priority: tuple[int, int]
+    call: Callable[[], None] | None = field(compare=False)
+    future: Future[None] | None = field(compare=False)
+
+
+class Posts:
+    """A fixed number of threads that post files for every batch of a load, earlier
+    batches first: the server always has that many files to parse, and a batch keeping
+    its books (claims, ledger, the move-in) leaves no gap."""
+
+    def __init__(self, threads: int) -> None:
+        self._queue: queue.PriorityQueue[_Post] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._threads = [threading.Thread(target=self._run, name="chute-post", daemon=True) for _ in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, batch: int, call: Callable[[], None]) -> Future[None]:
+        future: Future[None] = Future()
+        self._queue.put(_Post((batch, next(self._seq)), call, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            post = self._queue.get()
+            if post.call is None or post.future is None:
+                return
+            if not post.future.set_running_or_notify_cancel():
+                continue
+            try:
+                post.call()
+            except BaseException as exc:  # handed to the batch that waits for it
+                post.future.set_exception(exc)
+            else:
+                post.future.set_result(None)
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._queue.put(_Post((sys.maxsize, next(self._seq)), None, None))
+        for thread in self._threads:
+            thread.join()
+
+
 class RowNumbersWrong(ChuteError):
     """A stage whose `_source_row` is not 1..n (the body was cut into several blocks)."""
 
@@ -107,6 +161,10 @@ class ServerParse:
         """Per unit: why its method was chosen (for the report)."""
         self.refused: set[str] = set()
         """Units the server could not parse (or number) in this load: read here from now on."""
+        self._posts: Posts | None = None
+        self._drops: ThreadPoolExecutor | None = None
+        self._dropping: list[Future[None]] = []
+        self._batches = itertools.count()
 
     # -- the choice -------------------------------------------------------------
 
@@ -211,6 +269,27 @@ class ServerParse:
         cores = self.server().cores if self.ctx.fill_provenance else 1
         return max(1, min(files, max(self.ctx.target.parallel_streams, 2 * cores)))
 
+    def _pools(self) -> tuple[Posts, ThreadPoolExecutor]:
+        """The load's posting threads and the thread that drops stages (started at first use)."""
+        threads = self.streams(sys.maxsize)
+        with self._lock:
+            if self._posts is None or self._drops is None:
+                self._posts = Posts(threads)
+                self._drops = ThreadPoolExecutor(DROP_THREADS, thread_name_prefix="chute-drop")
+            return self._posts, self._drops
+
+    def close(self) -> None:
+        """After the load's last batch: the posting threads end, and every stage is dropped."""
+        with self._lock:
+            posts, drops, self._posts, self._drops = self._posts, self._drops, None, None
+            dropping, self._dropping = self._dropping, []
+        if posts is not None:
+            posts.close()
+        for future in dropping:
+            future.result()
+        if drops is not None:
+            drops.shutdown()
+
     # -- the write --------------------------------------------------------------
 
     def default_values(self, unit: Unit) -> dict[str, str]:
@@ -248,12 +327,15 @@ class ServerParse:
         whole ENGINE clause), read once."""
         with self._lock:
             if self._engine is None:
-                table = self.ctx.table
-                database = quote_str(table.database) if table.database else "currentDatabase()"
-                found = self.ctx.target.rows(
-                    f"SELECT engine_full FROM system.tables WHERE database = {database} "
-                    f"AND name = {quote_str(table.table)}"
-                )
+                table, meta = self.ctx.table, self.ctx.meta
+                if meta is not None and "engine_full" in meta:  # read when the load began
+                    found = [meta]
+                else:
+                    database = quote_str(table.database) if table.database else "currentDatabase()"
+                    found = self.ctx.target.rows(
+                        f"SELECT engine_full FROM system.tables WHERE database = {database} "
+                        f"AND name = {quote_str(table.table)}"
+                    )
                 full = str(found[0]["engine_full"]) if found else ""
                 plain = unreplicated(full)
                 self._engine = (f" ENGINE = {plain}" if plain is not None else "", f" ENGINE = {plain or full}")
@@ -303,15 +385,28 @@ class ServerParse:
         stages: dict[str, TableName] = {}
         refused: dict[str, ChuteError] = {}
         lock = threading.Lock()
+        posts, drops = self._pools()
+        order = next(self._batches)
 
-        def fill(unit: Unit) -> None:
-            def once(_: int) -> None:
-                # Named as chute.targets.staging names stages: a killed run's are dropped by the next.
-                into = TableName(ctx.table.database, stage_name(ctx.table, owner))
+        def make(unit: Unit) -> None:
+            # Named as chute.targets.staging names stages: a killed run's are dropped by the next.
+            into = TableName(ctx.table.database, stage_name(ctx.table, owner))
+            with lock:
+                stages[unit.key] = into
+            for statement in self.create_stage(into, unit):
+                ctx.target.execute(statement, context=unit.key)
+
+        def unmake(unit: Unit) -> None:
+            with lock:
+                stage = stages.pop(unit.key, None)
+            self._drop(stage)
+
+        def fill(unit: Unit, made: bool) -> None:
+            def once(attempt: int) -> None:
+                if attempt or not made:
+                    make(unit)
                 with lock:
-                    stages[unit.key] = into
-                for statement in self.create_stage(into, unit):
-                    ctx.target.execute(statement, context=unit.key)
+                    into = stages[unit.key]
                 ctx.target.insert_file(
                     into,
                     [c.name for c in ctx.input_columns()],
@@ -323,9 +418,7 @@ class ServerParse:
 
             def again(exc: Exception) -> bool:
                 if isinstance(exc, TransientTargetError):
-                    with lock:
-                        stage = stages.pop(unit.key, None)
-                    self._drop(stage)
+                    unmake(unit)
                     return True
                 return False
 
@@ -338,9 +431,24 @@ class ServerParse:
                     refused[unit.key] = exc
 
         try:
-            with ThreadPoolExecutor(self.streams(len(batch))) as pool:
-                for future in [pool.submit(fill, u) for u in batch]:
+            # Each stage is made here, then its file waits for a posting thread: those threads
+            # only post (the server parses all the time). A stage that could not be made is
+            # made again by the posting thread, which keeps its error.
+            filling = []
+            try:
+                for unit in batch:
+                    try:
+                        make(unit)
+                        made = True
+                    except ChuteError:
+                        unmake(unit)
+                        made = False
+                    filling.append(posts.submit(order, functools.partial(fill, unit, made)))
+                for future in filling:
                     future.result()
+            finally:
+                for future in filling:  # none still writing into a stage that is dropped
+                    future.cancel() or future.exception()
             rows = self._checked(batch, stages, refused)
             before_commit([u for u in batch if u.key in rows])
             if ctx.claims is not None:
@@ -348,10 +456,12 @@ class ServerParse:
             self._move_in({k: stages[k] for k, n in rows.items() if n})
             return Parsed(rows, refused)
         finally:
-            # A failure to drop must not look like a failed write (the rows may be in): the
-            # next run drops what is left (Stage.drop_stale).
-            with ThreadPoolExecutor(self.streams(len(stages) or 1)) as pool:
-                list(pool.map(self._drop, list(stages.values())))
+            # In the background (`close` waits): the rows are in, or the batch failed. A failure
+            # to drop must not look like a failed write (the rows may be in): the next run drops
+            # what is left (Stage.drop_stale).
+            dropping = [drops.submit(self._drop, stage) for stage in stages.values()]
+            with self._lock:
+                self._dropping.extend(dropping)
 
     def _checked(
         self, batch: list[Unit], stages: dict[str, TableName], refused: dict[str, ChuteError]

@@ -40,12 +40,14 @@ class Sharing:
         with self._lock:
             return unit.key in self.waiting
 
-    def claimed(self, batch: list[Unit], plan: Plan) -> list[Unit]:
+    def claimed(self, batch: list[Unit], plan: Plan, engine_reads: bool = True) -> list[Unit]:
         """The units of `batch` this worker now holds and still has to load.
 
         Units another worker holds wait for the end. The ledger is read again for
         the rest: another worker may have loaded them since the plan was made, or
         died while loading them (then they are repaired: their rows removed first).
+        `engine_reads`: the engine here reads the batch (else the server parses it,
+        and this host's cores need no sharing out).
         """
         won, _busy = self.claims.claim([u.key for u in batch])
         mine = set(won)
@@ -54,7 +56,8 @@ class Sharing:
             for key in mine:
                 self.waiting.pop(key, None)
         units = [u for u in batch if u.key in mine]
-        self._share_cores()
+        if engine_reads:
+            self._share_cores()
         load, settled = self._fresh(units, plan)
         for unit in list(load):
             if unit.is_range and not self._earlier_ranges_done(unit):

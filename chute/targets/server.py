@@ -426,7 +426,9 @@ class ServerTarget:
 
     def table_stats(self, table: TableName) -> tuple[int, int]:
         layout = self.layout(table)
-        return Stage.stats(self, table) if layout is None else self.shards.stats(layout)
+        if layout is not None:
+            return self.shards.stats(layout)
+        return Stage.stats(self, table, table_totals=self._caps.table_totals)
 
     def books_target(self, table: TableName) -> ServerTarget:
         layout = self.layout(table)

@@ -114,7 +114,7 @@ class Shards:
         for shard in layout.shards:
             try:
                 peer = self.peer(layout, shard)
-                n, b = Stage.stats(peer, layout.local)
+                n, b = Stage.stats(peer, layout.local, table_totals=peer.capabilities.table_totals)
             except ChuteError as exc:
                 self.home.notes.append(f"shard {shard.num} of {layout.engine.cluster}: not counted ({exc})")
                 continue

@@ -373,21 +373,23 @@ class Stage:
                 db.execute(f"DROP TABLE IF EXISTS {TableName(target.database, name).sql}")
 
     @staticmethod
-    def stats(db: _Sql, table: TableName) -> tuple[int, int]:
-        """(rows, bytes on disk): rows counted; bytes from system.tables where it keeps them, else the parts."""
-        try:
-            # Rows counted: the parts' counts (total_rows) include rows a lightweight DELETE removed.
-            found = db.rows(
-                f"SELECT (SELECT count() FROM {table.sql}) AS rows, total_bytes AS bytes FROM system.tables "
-                f"WHERE database = {_database(table)} AND name = {quote_str(table.table)}"
-            )
-        except ChuteError:  # old servers: no such columns
-            found = []
+    def stats(db: _Sql, table: TableName, table_totals: bool = True) -> tuple[int, int]:
+        """(rows, bytes on disk): rows counted; bytes from system.tables where it keeps them
+        (`table_totals`: it may), else the parts."""
+        found: list[dict[str, Any]] = []
+        if table_totals:
+            try:
+                # Rows counted: the parts' counts (total_rows) include rows a lightweight DELETE removed.
+                found = db.rows(
+                    f"SELECT (SELECT count() FROM {table.sql}) AS rows, total_bytes AS bytes FROM system.tables "
+                    f"WHERE database = {_database(table)} AND name = {quote_str(table.table)}"
+                )
+            except ChuteError:  # old servers: no such columns
+                found = []
         if found and found[0]["rows"] is not None and found[0]["bytes"] is not None:
             return int(found[0]["rows"]), int(found[0]["bytes"])
-        count = int(db.rows(f"SELECT count() AS n FROM {table.sql}")[0]["n"])
         parts = db.rows(
-            "SELECT sum(bytes_on_disk) AS bytes FROM system.parts WHERE active "
-            f"AND database = {_database(table)} AND table = {quote_str(table.table)}"
+            f"SELECT (SELECT count() FROM {table.sql}) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts "
+            f"WHERE active AND database = {_database(table)} AND table = {quote_str(table.table)}"
         )
-        return count, int(parts[0]["bytes"] or 0) if parts else 0
+        return int(parts[0]["rows"]), int(parts[0]["bytes"] or 0)
