@@ -1,6 +1,6 @@
 """Distributed tables from one server target: each shard's table written on a node of that shard.
 
-A `Shards` belongs to one server target (its home node). It reads each
+A `Shards` belongs to one `ServerTarget` (its home node). It reads each
 Distributed table's layout once per load, finds a node of every shard that
 answers (the home node, the --node ones, then the cluster's hosts at the home
 node's HTTP port), remembers it, asks again after it fails, and writes a batch
@@ -15,31 +15,21 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from chute.errors import ChuteError, CommitUncertain, ShardUnavailable, TransientTargetError, UsageError
 from chute.sql import TableName, quote_str
-from chute.targets.base import Target
 from chute.targets.cluster import Shard, ShardLayout, replica_rows, replication, shard_layout, wait_for_replicas
 from chute.targets.engines import distributed
 from chute.targets.retries import NoNode, retrying
 from chute.targets.staging import CommitCheck, Stage
 from chute.transport import ServerAddress
 
+if TYPE_CHECKING:
+    from chute.targets.server import ServerTarget
 
-class Node(Target, Protocol):
-    """A server target as the shards see it (chute.targets.server.ServerTarget): a node they
-    write a stage on, with the owner and guard of the stages it makes."""
-
-    address: ServerAddress
-    notes: list[str]
-    stage_owner: str
-    commit_guard: Callable[[], None] | None
-
-
-N = TypeVar("N", bound=Node)
-"""The node type a `Shards` hands out: its home's own. A batch's `fill` fills a stage table on
-such a node: for a shard (its rows only), or None (all rows: a random key)."""
+Fill = Callable[["ServerTarget", TableName, Shard | None], None]
+"""Fills a stage table on a node: for a shard (its rows only), or None (all rows: a random key)."""
 
 
 def where(select: str, condition: str) -> str:
@@ -47,19 +37,19 @@ def where(select: str, condition: str) -> str:
     return f"SELECT * FROM ({select}) WHERE {condition}"
 
 
-class Shards(Generic[N]):
+class Shards:
     def __init__(
         self,
-        home: N,
+        home: ServerTarget,
         nodes: Sequence[ServerAddress],
-        connect: Callable[[ServerAddress], N],
+        connect: Callable[[ServerAddress], ServerTarget],
     ) -> None:
         self.home = home
         self.nodes = list(nodes)
         """Other nodes of the cluster (--node): where the shards of a Distributed table are written."""
         self._connect = connect
         self._layouts: dict[str, ShardLayout | None] = {}
-        self._peers: dict[tuple[str, int], N] = {}
+        self._peers: dict[tuple[str, int], ServerTarget] = {}
         """(cluster, shard) -> the node of that shard that rows go to."""
         self._probed: dict[tuple[str, int, str], int | None] = {}
         """(host, port, cluster) of a node that answered -> its shard in that cluster (None: none)."""
@@ -68,7 +58,7 @@ class Shards(Generic[N]):
         self.rows_loaded: dict[tuple[str, int], int] = {}
         """Rows committed per (cluster, shard) by this load."""
 
-    def peers(self) -> list[N]:
+    def peers(self) -> list[ServerTarget]:
         """The other nodes rows went to (not the home node)."""
         return [p for p in self._peers.values() if p is not self.home]
 
@@ -104,7 +94,7 @@ class Shards(Generic[N]):
             with contextlib.suppress(ChuteError):  # a shard that is down keeps its stages for later
                 Stage.drop_stale(self.peer(layout, shard), layout.local, live_owners)
 
-    def books_target(self, layout: ShardLayout) -> N:
+    def books_target(self, layout: ShardLayout) -> ServerTarget:
         return self.peer(layout, layout.shards[0])
 
     def settle(self, layout: ShardLayout) -> None:
@@ -175,7 +165,7 @@ class Shards(Generic[N]):
             unique.setdefault((address.host, address.port), address)
         return list(unique.values())
 
-    def peer(self, layout: ShardLayout, shard: Shard) -> N:
+    def peer(self, layout: ShardLayout, shard: Shard) -> ServerTarget:
         """A node of `shard` that answers (asked in turn; remembered): ShardUnavailable if none."""
         cluster = layout.engine.cluster
         with self._lock:
@@ -205,7 +195,7 @@ class Shards(Generic[N]):
             + (f" ({errors[-1]})" if errors else "; give one with --node http(s)://host:port")
         )
 
-    def on_shard(self, layout: ShardLayout, shard: Shard, call: Callable[[N], None]) -> None:
+    def on_shard(self, layout: ShardLayout, shard: Shard, call: Callable[[ServerTarget], None]) -> None:
         """`call` on a node of `shard`; where that node fails, once more on another that answers
         (another replica). ShardUnavailable, naming the shard, when none does."""
         for attempt in range(2):
@@ -256,7 +246,7 @@ class Shards(Generic[N]):
         self,
         layout: ShardLayout,
         context: str,
-        fill: Callable[[N, TableName, Shard | None], None],
+        fill: Fill,
         count_by_source: bool,
         before_commit: CommitCheck | None,
     ) -> dict[str, int]:
@@ -269,7 +259,7 @@ class Shards(Generic[N]):
         self,
         layout: ShardLayout,
         context: str,
-        fill: Callable[[N, TableName, Shard | None], None],
+        fill: Fill,
         count_by_source: bool,
         before_commit: CommitCheck | None,
     ) -> dict[str, int]:
@@ -341,7 +331,7 @@ class Shards(Generic[N]):
             return totals
 
 
-def _shard_of(peer: Node, cluster: str) -> int | None:
+def _shard_of(peer: ServerTarget, cluster: str) -> int | None:
     found = peer.rows(
         f"SELECT shard_num FROM system.clusters WHERE cluster = {quote_str(cluster)} AND is_local = 1 "
         "ORDER BY shard_num LIMIT 1"
