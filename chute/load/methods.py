@@ -134,6 +134,8 @@ class Methods:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
         self.parse = ServerParse(ctx)
+        self.uncounted_files = 0
+        """Files the server parsed itself, whose missing values it leaves uncounted (`_uncounted`)."""
 
     def scrubbed(self, exc: ChuteError) -> ChuteError:
         """`exc` with its message cleaned of source secrets (server-side SQL carries them)."""
@@ -263,15 +265,19 @@ class Methods:
 
     def _uncounted(self, files: int) -> None:
         """One note for the files the server parsed itself: their missing values are not counted
-        (an 18.16 server gives a missing value its default with no trace; chute.load.missing)."""
+        (an 18.16 server gives a missing value its default with no trace; chute.load.missing).
+        Called under the context's lock."""
+
+        def note(n: int) -> str:
+            return f"{n} file{'s' if n > 1 else ''} parsed by the server{UNCOUNTED}"
+
         notes = self.ctx.report.notes
-        old = next((i for i, n in enumerate(notes) if n.endswith(UNCOUNTED)), None)
-        before = int(notes[old].split()[0]) if old is not None else 0
-        note = f"{before + files} file{'s' if before + files > 1 else ''} parsed by the server{UNCOUNTED}"
-        if old is None:
-            notes.append(note)
+        before = note(self.uncounted_files)
+        self.uncounted_files += files
+        if before in notes:
+            notes[notes.index(before)] = note(self.uncounted_files)
         else:
-            notes[old] = note
+            notes.append(note(self.uncounted_files))
 
     def ran(self, batch: list[Unit], method: str, why: str = "") -> None:
         """The report's count of units per method, and why each method ran."""
