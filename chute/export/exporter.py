@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from typing import Any
 
+from chute.cores import usable_cores
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.export.dest import (
@@ -111,7 +112,7 @@ class _Exporter:
         suffix = COMPRESSIONS[compression] if fmt_key != "parquet" else ""
         self.extension = f"{ext}.{suffix}" if suffix else ext
         self.opts = opts
-        self.workers = max(1, opts.workers or os.cpu_count() or 1)
+        self.workers = max(1, opts.workers or usable_cores())
         self.source_sql = f"({source.strip().rstrip(';')})" if is_query(source) else TableName.parse(source).sql
         self.remote = target.is_server  # a server: read through its HTTP interface
         self.lock = threading.Lock()

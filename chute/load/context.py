@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from chute.cores import usable_cores
 from chute.engine import Settings
 from chute.errors import ChuteError
 from chute.load.books import Books
@@ -96,7 +96,7 @@ class LoadContext:
 
     def __post_init__(self) -> None:
         self.delimiter_given = self.opts.delimiter is not None
-        self.workers = self.opts.workers or os.cpu_count() or 1
+        self.workers = self.opts.workers or usable_cores()
         if self.books is None:
             self.books = Books(self.target, self.table, self.opts.cluster)
         self.ledger = Ledger(self.target, self.table, self.books)

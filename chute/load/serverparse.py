@@ -33,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chute.capabilities import Capabilities
+from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
 from chute.load.context import LoadContext
 from chute.load.posts import Posts
@@ -199,7 +200,7 @@ class ServerParse:
             return False, f"the server cannot parse it with everything kept: {blocker}"
         if not server_parses(unit, "server-parse"):
             return False, "the server's parser would change values unchecked (see notes)"
-        client = os.cpu_count() or 1
+        client = usable_cores()
         if ctx.opts.spare == "server":
             return False, "--spare-server: parsed here, the server only stores"
         if ctx.opts.spare == "client":

@@ -7,12 +7,12 @@ over. A claimed unit's ledger state is read afresh before it loads.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 
+from chute.cores import usable_cores
 from chute.load.claims import Claims
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
@@ -76,7 +76,7 @@ class Sharing:
         if now - self._counted_at < SHARE_RECOUNT_SECONDS:
             return
         self._counted_at = now
-        cores = os.cpu_count() or 1
+        cores = usable_cores()
         self.ctx.workers = max(1, cores // self.claims.local_workers())
 
     def _fresh(self, units: list[Unit], plan: Plan) -> tuple[list[Unit], list[str]]:

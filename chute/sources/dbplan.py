@@ -18,11 +18,9 @@ Pure functions (no server, no engine), so the choices can be tested alone:
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from dataclasses import dataclass
 
-CPU_MAX = "/sys/fs/cgroup/cpu.max"
 UNKNOWN_SERVER = 4
 """Streams at most to a server on another machine that does not say how many workers it runs."""
 
@@ -84,22 +82,6 @@ def scaled_rows(rows: int | None, lo: int, hi: int, start: int | None) -> int | 
     if start > hi:
         return 0
     return -(-rows * (hi - start + 1) // (hi - lo + 1))
-
-
-def client_cores() -> int:
-    """Cores this process may run on: its CPU affinity (taskset), within the cgroup's quota (cpu.max)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    try:
-        with open(CPU_MAX, encoding="ascii") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass
-    return max(1, cores)
 
 
 def is_local(host: str) -> bool:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from chute import cores
 from chute.errors import UsageError
 from chute.sources import dbplan
 from chute.sources.database import parse_url
@@ -92,19 +93,19 @@ def test_stream_note_says_how_many_ran_and_why() -> None:
     assert choose_streams(2, True, None, None).note("t", 0).startswith("t: read by 1 stream:")
 
 
-def test_client_cores_follow_affinity_and_the_cgroup_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_usable_cores_follow_affinity_and_the_cgroup_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     quota = tmp_path / "cpu.max"
-    monkeypatch.setattr(dbplan, "CPU_MAX", str(quota))
-    monkeypatch.setattr(dbplan.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    assert dbplan.client_cores() == 4  # no cgroup file
+    monkeypatch.setattr(cores, "CPU_MAX", str(quota))
+    monkeypatch.setattr(cores.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert cores.usable_cores() == 4  # no cgroup file
     quota.write_text("max 100000\n")
-    assert dbplan.client_cores() == 4
+    assert cores.usable_cores() == 4
     quota.write_text("150000 100000\n")
-    assert dbplan.client_cores() == 1
+    assert cores.usable_cores() == 1
     quota.write_text("50000 100000\n")
-    assert dbplan.client_cores() == 1
+    assert cores.usable_cores() == 1
     quota.write_text("800000 100000\n")
-    assert dbplan.client_cores() == 4
+    assert cores.usable_cores() == 4
 
 
 def test_same_machine() -> None:

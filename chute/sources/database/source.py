@@ -6,6 +6,7 @@ import itertools
 import os
 import time
 
+from chute.cores import usable_cores
 from chute.engine import Engine, shared_engine
 from chute.errors import UsageError
 from chute.schema import Column
@@ -17,7 +18,6 @@ from chute.sources.database.url import READ_DATABASE, parse_url
 from chute.sources.dbplan import (
     Streams,
     choose_streams,
-    client_cores,
     is_local,
 )
 from chute.sql import quote_ident, quote_str
@@ -65,7 +65,7 @@ class DatabaseSource(SourceBase):
     @staticmethod
     def _streams(table: DatabaseTable) -> Streams:
         """Connections that read the table's ranges at once (see `choose_streams`)."""
-        url, cores = table.url, client_cores()
+        url, cores = table.url, usable_cores()
         local = is_local(url.host)
         # The server's workers matter only when it has cores of its own and this side has more than one.
         server = None if url.streams is not None or local or cores == 1 else table.server_workers()
