@@ -23,15 +23,15 @@ goes at the first newline outside quotes.
 from __future__ import annotations
 
 import contextlib
-import http.server
 import os
-import re
 import secrets
-import socketserver
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from chute.sources.loopback import ThreadingServer
 
 SCAN_CHUNK = 8 * 2**20
 SPLIT_FORMATS = frozenset({"CSV", "TSV", "JSONEachRow"})
@@ -244,7 +244,7 @@ def _feed(fh: BinaryIO, start: int, end: int, pipe: int) -> None:
 
 
 @dataclass(frozen=True)
-class _Range:
+class ByteRange:
     path: str
     start: int
     end: int
@@ -264,92 +264,23 @@ Payload = bytes | memoryview | FileSlice
 
 
 @dataclass(frozen=True, eq=False)
-class _Blob:
+class Blob:
     provide: Callable[[], Payload]
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_HEAD(self) -> None:
-        self._reply(body=False)
-
-    def do_GET(self) -> None:
-        self._reply(body=True)
-
-    def _reply(self, body: bool) -> None:
-        found = self.server.ranges.get(self.path.lstrip("/"))
-        if found is None:
-            self.send_error(404)
-            return
-        data: bytes | memoryview | None = None
-        if isinstance(found, _Blob):
-            try:
-                payload = found.provide()
-            except Exception as exc:  # the engine sees a failed read and reports it
-                self.send_error(503, explain=str(exc)[:500])
-                return
-            if isinstance(payload, FileSlice):
-                found = _Range(payload.path, payload.start, payload.end)
-            else:
-                data = memoryview(payload)
-                found = _Range("", 0, data.nbytes)
-        item = found
-        start, end = item.start, item.end
-        status = 200
-        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
-        if match:
-            first = int(match.group(1))
-            last = int(match.group(2)) if match.group(2) else end - start - 1
-            start, end, status = item.start + first, min(item.end, item.start + last + 1), 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(max(0, end - start)))
-        self.send_header("Content-Type", "application/octet-stream")
-        if status == 206:
-            self.send_header(
-                "Content-Range", f"bytes {start - item.start}-{end - item.start - 1}/{item.end - item.start}"
-            )
-        self.end_headers()
-        if not body:
-            return
-        if data is not None:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.connection.sendall(data[start:end])
-            return
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError), open(item.path, "rb") as fh:
-            offset = start
-            while offset < end:
-                sent = os.sendfile(self.connection.fileno(), fh.fileno(), offset, min(end - offset, 1 << 24))
-                if sent <= 0:
-                    break
-                offset += sent
-
-    def handle(self) -> None:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            super().handle()
-
-
-class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    ranges: dict[str, _Range | _Blob]
-
-
-_server: _Server | None = None
-_tokens: dict[_Range, str] = {}
+_server: ThreadingServer | None = None
+_tokens: dict[ByteRange, str] = {}
 _lock = threading.Lock()
 
 
-def _started() -> _Server:
-    """The loopback server, started on first use (call with `_lock` held)."""
+def _started() -> ThreadingServer:
+    """The loopback server, started on first use (call with `_lock` held); its module (and
+    the standard library's HTTP server) loads then, not with every load."""
     global _server
     if _server is None:
-        _server = _Server(("127.0.0.1", 0), _Handler)
-        _server.ranges = {}
-        threading.Thread(target=_server.serve_forever, name="chute-ranges", daemon=True).start()
+        from chute.sources.loopback import start
+
+        _server = start()
     return _server
 
 
@@ -357,7 +288,7 @@ def range_url(path: str, start: int, end: int) -> str:
     """A loopback URL that serves bytes [start, end) of `path` for this process's engine."""
     with _lock:
         server = _started()
-        item = _Range(path, start, end)
+        item = ByteRange(path, start, end)
         token = _tokens.get(item)
         if token is None:
             token = _tokens[item] = secrets.token_hex(16)
@@ -371,7 +302,7 @@ def blob_url(provide: Callable[[], Payload]) -> str:
     with _lock:
         server = _started()
         token = secrets.token_hex(16)
-        server.ranges[token] = _Blob(provide)
+        server.ranges[token] = Blob(provide)
         return f"http://127.0.0.1:{server.server_address[1]}/{token}"
 
 
