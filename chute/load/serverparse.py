@@ -1,21 +1,18 @@
 """server-parse: a server parses local files' bytes itself, and the stage fills provenance.
 
-Each file goes as it is on disk (gzip as the body's Content-Encoding) into a stage table
-of its own whose provenance columns are DEFAULT expressions: `_source`, `_source_mtime`
-and `_load_id` constants, `_source_row` = `rowNumberInAllBlocks() + 1`. The POST names
-only the data columns. rowNumberInAllBlocks() counts within one insert block (measured on
-18.16: it starts again at every block the format reader makes, and squashing blocks
-afterwards does not help), so `max_insert_block_size` is set above the file's row count
-(its uncompressed size bounds it), and parallel parsing is off where the server has it.
-Before anything moves in, one query checks every stage's `_source_row` is exactly 1..n;
-a stage that is not is dropped and its file read here (client-convert), as is a file the
-server cannot parse (then the usual fallbacks give bad rows their rejects).
+Each file goes as it is on disk (gzip as the body's Content-Encoding) into a stage table of its own whose
+provenance columns are DEFAULT expressions: `_source`, `_source_mtime` and `_load_id` constants, `_source_row` =
+`rowNumberInAllBlocks() + 1`. The POST names only the data columns. rowNumberInAllBlocks() counts within one
+insert block (measured on 18.16: it starts again at every block the format reader makes, and squashing blocks
+afterwards does not help), so `max_insert_block_size` is set above the file's row count (its uncompressed size
+bounds it), and parallel parsing is off where the server has it. Before anything moves in, one query checks
+every stage's `_source_row` is exactly 1..n; a stage that is not is dropped and its file read here (client-
+convert), as is a file the server cannot parse (then the usual fallbacks give bad rows their rejects).
 
-The stages of a batch fill at once, then move in with one ALTER (ATTACH PARTITION ... FROM
-each), so the books (ledger, claims) cost what they cost for any batch. The files of every
-batch go through one set of connections (`Posts`), earlier batches first, so the server
-parses as many files at once as keep its cores busy, with no gap while a batch keeps its
-books; stages are dropped in the background once their rows are in.
+The stages of a batch fill at once, then move in with one ALTER (ATTACH PARTITION ... FROM each), so the books
+(ledger, claims) cost what they cost for any batch. The files of every batch go through one set of connections
+(`Posts`), earlier batches first, so the server parses as many files at once as keep its cores busy, with no gap
+while a batch keeps its books; stages are dropped in the background once their rows are in.
 """
 
 from __future__ import annotations
