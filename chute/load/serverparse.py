@@ -6,8 +6,8 @@ provenance columns are DEFAULT expressions: `_source`, `_source_mtime` and `_loa
 insert block (measured on 18.16: it starts again at every block the format reader makes, and squashing blocks
 afterwards does not help), so `max_insert_block_size` is set above the file's row count (its uncompressed size
 bounds it), and parallel parsing is off where the server has it. Before anything moves in, one query checks
-every stage's `_source_row` is exactly 1..n; a stage that is not is dropped and its file read here (client-
-convert), as is a file the server cannot parse (then the usual fallbacks give bad rows their rejects).
+every stage's `_source_row` is exactly 1..n; a stage that is not is dropped and its file read here
+(client-convert), as is a file the server cannot parse (then the usual fallbacks give bad rows their rejects).
 
 The stages of a batch fill at once, then move in with one ALTER (ATTACH PARTITION ... FROM each), so the books
 (ledger, claims) cost what they cost for any batch. The files of every batch go through one set of connections
