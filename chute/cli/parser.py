@@ -151,7 +151,7 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
     p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
     p.add_argument("--delimiter", help="CSV field delimiter, one character")
-    p.add_argument("--workers", type=int, help="engine threads (default: all cores)")
+    p.add_argument("--workers", type=int, help="engine threads (default: the cores this process may use)")
     p.add_argument(
         "--worker-id",
         "--workers-id",
@@ -273,7 +273,7 @@ chute export 'SELECT * FROM events WHERE day = today()' s3://bucket/daily/ --for
     e.add_argument("--compression", default="zstd", help="zstd (default), lz4, gzip, none")
     e.add_argument("--partition-by", help="SQL expression: one file per value (e.g. toYYYYMM(ts))")
     e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
-    e.add_argument("--workers", type=int, help="partitions written at once (default: all cores)")
+    e.add_argument("--workers", type=int, help="partitions written at once (default: the cores this process may use)")
     e.add_argument("--s3-endpoint", help="s3:// destinations: an S3-compatible endpoint, http(s)://host:port")
     _target_options(e, "where the table is: " + TARGET_HELP)
     e.add_argument("--json", action="store_true", help="print one JSON object as the report")
