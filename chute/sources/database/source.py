@@ -113,22 +113,28 @@ class DatabaseSource(SourceBase):
     def _branch(members: list[tuple[Unit, Part]], structure: str | None) -> str:
         first = members[0][1]
         if len(members) == 1:
-            extras = (f"{quote_str(members[0][0].key)} AS `_chute_unit`", f"{first.row_number} AS `_chute_row`")
+            # LowCardinality like the other branches': a UNION ALL of it and String would be String.
+            unit_name = f"toLowCardinality({quote_str(members[0][0].key)})"
+            extras = (f"{unit_name} AS `_chute_unit`", f"{first.row_number} AS `_chute_row`")
             return first.table.select(merged_filter([first]) if first.key else first.where, structure, extras)
         parts = [p for _, p in members]
         k = quote_ident(first.key)
         if all(a.window == b.window and a.end == b.start for a, b in itertools.pairwise(parts)):
             # Adjacent ranges (the usual batch): the first range whose end is past the key, one
-            # comparison each (the filter has already dropped keys outside them all). Tried and
-            # dropped: the range's number, then its name from an Array(LowCardinality(String)) and
-            # its start from an array: ~0.3 s more CPU per 3 M rows inserted than these two multiIf.
-            which = "".join(f"{k} < {p.end}, {quote_str(u.key)}, " for u, p in members[:-1])
+            # comparison each (the filter has already dropped keys outside them all).
+            which = "".join(f"{k} < {p.end}, {i}, " for i, p in enumerate(parts[:-1])) + str(len(parts) - 1)
             starts = "".join(f"{k} < {p.end}, {p.start}, " for p in parts[:-1])
-            unit, start = f"multiIf({which}{quote_str(members[-1][0].key)})", f"multiIf({starts}{parts[-1].start})"
+            index, start = f"multiIf({which})", f"multiIf({starts}{parts[-1].start})"
         else:
-            which = ", ".join(f"{p.condition}, {quote_str(u.key)}" for u, p in members)
+            which = ", ".join(f"{p.condition}, {i}" for i, p in enumerate(parts))
             starts = ", ".join(f"{p.condition}, {p.start}" for p in parts)
-            unit, start = f"multiIf({which}, '')", f"multiIf({starts}, 0)"
+            index, start = f"multiIf({which}, {len(parts)})", f"multiIf({starts}, 0)"
+        # The range's name from its number made LowCardinality: the engine maps the few distinct
+        # numbers to names, not every row. A multiIf of the names themselves wrote a String per
+        # row (3 M rows in 12 ranges: 0.29 s of CPU against 0.05 s); so did an array of names.
+        numbers = ", ".join(str(i) for i in range(len(parts)))
+        names = ", ".join(quote_str(u.key) for u, _ in members)
+        unit = f"transform(toLowCardinality({index}), [{numbers}], [{names}], '')"
         extras = (f"{unit} AS `_chute_unit`", f"toUInt64(toInt128({k}) - {start} + 1) AS `_chute_row`")
         return first.table.select(merged_filter(parts), structure, extras)
 
