@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+DATETIME64 = re.compile(r"DateTime64\(\s*\d+\s*(,\s*('[^']*'))?\s*\)")
+"""A DateTime64 type, its time zone (if any) in group 2."""
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -97,8 +100,21 @@ class Capabilities:
         """A type the server can store, for a type the embedded engine inferred."""
         return self.adapt_type_noted(type_sql)[0]
 
-    def adapt_type_noted(self, type_sql: str) -> tuple[str, str]:
-        """(a type the server can store, why it differs from `type_sql`: "" when it does not)."""
+    def adapt_type_noted(self, type_sql: str, data: bool = False) -> tuple[str, str]:
+        """(a type the server can store, why it differs from `type_sql`: "" when it does not).
+
+        `data`: the type of a column of the user's rows, which must hold every value as it
+        is. Without DateTime64 (before 20.1) such a column is String, holding each time's
+        exact text: DateTime would drop the fraction of a second and clamp the years past
+        1970..2106, without a word. chute's own columns (ledger, `_source_mtime`) take
+        DateTime: whole seconds are what they need."""
+        if data and not self.datetime64 and DATETIME64.search(type_sql):
+            t, why = self.adapt_type_noted(DATETIME64.sub("String", type_sql))
+            note = (
+                f"server {self.version_text} has no DateTime64: String holding each time's exact text "
+                "(a column you create as DateTime would take whole seconds only)"
+            )
+            return t, f"{note}; {why}" if why else note
         t, why = self._adapt(type_sql), ""
         if not self.date32 and re.search(r"\bDate32\b", type_sql):
             t = re.sub(r"\bDate32\b", "Date", t)
@@ -128,11 +144,7 @@ class Capabilities:
         if not self.bool_type:
             t = re.sub(r"\bBool\b", "UInt8", t)
         if not self.datetime64:
-            t = re.sub(
-                r"DateTime64\(\s*\d+\s*(,\s*('[^']*'))?\s*\)",
-                lambda m: f"DateTime({m.group(2)})" if m.group(2) else "DateTime",
-                t,
-            )
+            t = DATETIME64.sub(lambda m: f"DateTime({m.group(2)})" if m.group(2) else "DateTime", t)
         if not self.ip_types:
             t = re.sub(r"\bIPv[46]\b", "String", t)
         if not self.map_type and t.startswith("Map("):

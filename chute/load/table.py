@@ -305,8 +305,9 @@ class TableSetup:
         """`columns` with types the target has; each changed type gets a note in the report."""
         adapted = []
         for c in columns:
-            type_sql, why = self.ctx.target.capabilities.adapt_type_noted(c.type)
-            if why and c.name not in PROVENANCE_NAMES | self.ctx.extra_names:
+            ours = c.name in PROVENANCE_NAMES | self.ctx.extra_names
+            type_sql, why = self.ctx.target.capabilities.adapt_type_noted(c.type, data=not ours)
+            if why and not ours:
                 inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
                 self.ctx.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
             adapted.append(Column(c.name, type_sql, comment=c.comment))

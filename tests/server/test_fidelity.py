@@ -265,6 +265,32 @@ def test_parquet_dates_into_the_18_16_server(tmp_path: Path, server_url: str, en
     ]
 
 
+def test_times_with_fractions_into_the_18_16_server(tmp_path: Path, server_url: str, engine) -> None:  # type: ignore[no-untyped-def]
+    """18.16 has no DateTime64: a column chute creates for times with a fraction of a second
+    (JSON text, Parquet timestamps) holds each time exactly, as text; DateTime would drop the
+    fraction without a word."""
+    times = ["2024-01-31 23:59:59.250", "1969-07-20 20:17:40.000", "2024-02-29 00:00:00.999"]
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.jsonl").write_text("".join(json.dumps({"id": i, "ts": t}) + "\n" for i, t in enumerate(times)))
+    listed = "[" + ", ".join(f"'{t}'" for t in times) + "]"
+    write_with_engine(
+        engine,
+        tmp_path / "a.parquet",
+        "Parquet",
+        f"SELECT number AS id, toDateTime64({listed}[number + 1], 3, 'UTC') AS ts FROM numbers(3)",
+    )
+    engine.close()
+    for source, table in ((tmp_path / "j" / "a.jsonl", "t"), (tmp_path / "a.parquet", "p")):
+        report = chute.load([str(source)], table=table, target=server_url)
+        assert report.ok and report.rows_loaded == 3, report.files
+        assert dict(columns(server_url, table))["ts"] in ("String", "Nullable(String)")
+        assert any("no DateTime64" in n for n in report.notes), report.notes
+        got = rows(server_url, f"SELECT id, ts FROM {table} ORDER BY id")
+        assert [r[0] for r in got] == ["0", "1", "2"]
+        # The same instants, fraction and all (JSON keeps its text; Parquet's time prints in full).
+        assert [r[1][:23] for r in got] == times, got
+
+
 # -- 6. Parquet nullability ------------------------------------------------------------------
 
 

@@ -42,6 +42,25 @@ def test_types_are_adapted_to_what_an_old_server_stores(inferred: str, on_18_16:
 
 
 @pytest.mark.parametrize(
+    "inferred,on_18_16",
+    [
+        ("DateTime64(3)", "String"),
+        ("Nullable(DateTime64(6, 'UTC'))", "Nullable(String)"),
+        ("Array(DateTime64(3, 'UTC'))", "Array(String)"),
+        ("LowCardinality(Nullable(DateTime64(3)))", "Nullable(String)"),
+        ("DateTime", "DateTime"),
+    ],
+)
+def test_times_of_the_rows_keep_their_fraction_on_an_old_server(inferred: str, on_18_16: str) -> None:
+    """A data column without DateTime64 is text holding the time exactly; chute's own columns
+    (ledger, `_source_mtime`) take DateTime."""
+    adapted, why = OLD.adapt_type_noted(inferred, data=True)
+    assert adapted == on_18_16
+    assert ("no DateTime64" in why) == ("DateTime64" in inferred)
+    assert NEW.adapt_type_noted(inferred, data=True) == (inferred, "")
+
+
+@pytest.mark.parametrize(
     "inferred", ["LowCardinality(String)", "Bool", "DateTime64(3, 'UTC')", "IPv6", "Map(String, UInt64)"]
 )
 def test_a_new_server_keeps_the_inferred_type(inferred: str) -> None:
