@@ -287,16 +287,19 @@ def temporal_parts(text: str, inner: str) -> tuple[str, str, Callable[[str], str
         fn, (lo, hi) = ("toDate", DATE_RANGE) if inner == "Date" else ("toDate32", DATE32_RANGE)
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, 0, 'UTC')", "toDateTime64(0, 0, 'UTC')"
         in_range = f"toDate32(ifNull({wide}, {zero})) BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
-        return wide, _all_of(clock_ok(text), f"isNotNull({wide})", in_range), lambda w: f"{fn}({w})", zero
+        checks = (clock_ok(text), date_ok(text), f"isNotNull({wide})", in_range)
+        return wide, _all_of(*checks), lambda w: f"{fn}({w})", zero
     if inner.startswith("DateTime64"):
         precision = re.search(r"DateTime64\(\s*(\d+)", inner)
         p = precision.group(1) if precision else "3"
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, {p}{tz_arg})", f"toDateTime64(0, {p}{tz_arg})"
-        return wide, _all_of(clock_ok(text), f"isNotNull({wide})"), lambda w: w, zero
+        checks = (clock_ok(text), date_ok(text), fraction_ok(text, int(p)), f"isNotNull({wide})")
+        return wide, _all_of(*checks), lambda w: w, zero
     if inner.startswith("DateTime"):
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, 0{tz_arg})", f"toDateTime64(0, 0{tz_arg})"
         in_range = f"toUnixTimestamp64Second(ifNull({wide}, {zero})) BETWEEN 0 AND 4294967295"
-        return wide, _all_of(clock_ok(text), f"isNotNull({wide})", in_range), lambda w: f"toDateTime({w}{tz_arg})", zero
+        checks = (clock_ok(text), date_ok(text), fraction_ok(text, 0), f"isNotNull({wide})", in_range)
+        return wide, _all_of(*checks), lambda w: f"toDateTime({w}{tz_arg})", zero
     return None
 
 
@@ -328,6 +331,31 @@ def clock_ok(text: str) -> str:
     in_range = f"bitAnd(bitAnd(({byte(0)} - 48) * 10 + {byte(1)} - 48 < 24, {byte(3)} < 54), {byte(6)} < 54)"  # '6'
     regex = f"NOT match({text}, '(?:^|[ T])(?:2[4-9]|[3-9][0-9]):[0-9]|:[6-9][0-9](?:[^0-9]|$)')"
     return f"if({layout}, {in_range}, {regex})"
+
+
+def date_ok(text: str) -> str:
+    """No month or day 00 in the text: the engine's parsers take `2024-00-10` for January 10th
+    and `2024-01-00` for January 1st. `YYYY-MM-DD...` is checked on its bytes (what every row of
+    a clean file pays); any other layout takes a regular expression over the part before the
+    clock: a number of the date that is all zeros (`00.01.2024`, `2024/00/10`), or `YYYYMMDD`
+    with month or day 00."""
+    part = f"reinterpretAsUInt64(substring({text}, 5, 8))"  # - M M - D D, first byte lowest
+    layout = f"bitAnd({part}, 0xFF0000FF) = 0x2D00002D"  # '-' at bytes 0 and 3
+    month, day = f"bitAnd(bitShiftRight({part}, 8), 0xFFFF)", f"bitAnd(bitShiftRight({part}, 32), 0xFFFF)"
+    fine = f"bitAnd({month} != 0x3030, {day} != 0x3030)"  # '00' is 0x3030
+    date = f"extract({text}, '^[^ T]*')"
+    regex = f"NOT match({date}, '^[0-9]{{4}}(?:00[0-9]{{2}}|[0-9]{{2}}00)$|(?:^|[-/.])0+[-/.]|[-/.]0+$')"
+    return f"if({layout}, {fine}, {regex})"
+
+
+def fraction_ok(text: str, precision: int) -> str:
+    """No digit past the type's `precision` that is not 0, in the fraction of a second after the
+    clock (`10:20:30.1239`) or of a number of seconds (`1705314030.5`): the parsers drop those
+    digits (`.1239` into DateTime64(3) is .123, `.5` into DateTime is gone). Text without a `.`
+    (most) pays only the search for it."""
+    digits = f"[0-9]{{{precision}}}" if precision else ""
+    regex = f"':[0-9]{{2}}\\\\.{digits}[0-9]*[1-9]|^[0-9]+\\\\.{digits}[0-9]*[1-9][0-9]*$'"
+    return f"if(position({text}, '.') = 0, 1, NOT match({text}, {regex}))"
 
 
 def decimal_conversion(text: str, inner: str) -> str:
