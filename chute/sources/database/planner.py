@@ -123,30 +123,40 @@ class Planner:
         return [self._unit("", rows)] if rows or self.known else []
 
     def _ranges(self, window: str = "", stats: tuple[int, int, int | None] | None = None) -> list[Unit]:
-        """New key ranges: past the largest range end known, up to the largest key now (+1).
+        """New key ranges: every key the known ranges do not cover, up to the largest key now (+1).
 
         Without a cursor the bounds come from the server (min and max through the key's index,
-        the row estimate from its catalog): no row is read to plan.
+        the row estimate from its catalog): no row is read to plan. Keys below the largest range
+        end known can still be new: batches start out of order (workers sharing a job begin at
+        a random batch, a worker's threads race), so a kill can leave ranges that were planned
+        but never recorded between or before recorded ones. No row of such a gap was written
+        (a unit is recorded as started before its rows), so it is planned again.
         """
         t = self.table
         assert t.key is not None
-        start = None
-        if not window:
-            ends = [int(p["range"].group("b")) for _, _, p in self.known if "range" in p]
-            start = max(ends) if ends else None
+        known = [] if window else self._known_ranges()
         if stats is None:
-            stats = t.key_bounds(start)
+            stats = t.key_bounds(None)
             if stats is None:
                 return []
         lo, hi, rows = stats
-        if start is None and not window:
+        if not known and not window:
             t.key_span = (lo, hi + 1)
-        cuts = estimate_cuts(lo if start is None else max(lo, start), hi, rows, self.rows_per_range, t.unique_key)
-        if start is not None:
-            # The first new range starts where the last one known ended (keys in between are gone or never were).
-            cuts[0] = (start, cuts[0][1], cuts[0][2])
         prefix = f"{window}&" if window else ""
-        return [self._unit(f"{prefix}{t.key.name}=[{a},{b})", n) for a, b, n in cuts]
+        units = []
+        for g0, g1 in _gaps(known, lo, hi):
+            share = None if rows is None else min(rows, -(-rows * (g1 - g0 + 1) // (hi - lo + 1)))
+            for a, b, n in estimate_cuts(g0, g1, share, self.rows_per_range, t.unique_key):
+                units.append(self._unit(f"{prefix}{t.key.name}=[{a},{b})", n))
+        return units
+
+    def _known_ranges(self) -> list[tuple[int, int]]:
+        """[start, end) of the key ranges (outside cursor windows) in the ledger, in any state."""
+        return sorted(
+            (int(p["range"].group("a")), int(p["range"].group("b")))
+            for _, _, p in self.known
+            if "range" in p and "window" not in p
+        )
 
     def _window(self) -> list[Unit]:
         """--cursor: rows past the largest cursor value loaded before, up to the largest now."""
@@ -174,3 +184,21 @@ class Planner:
         if t.key is not None:
             return self._ranges(window, (int(got["lo"]), int(got["hi"]), total))
         return [self._unit(window, total)]
+
+
+def _gaps(known: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """[g0, g1] (inclusive) spans of the keys lo..hi that no range of `known` (sorted [a, b))
+    covers. The span past the last known range starts at its end, so ranges stay contiguous
+    (keys in between are gone or never were)."""
+    if not known:
+        return [(lo, hi)] if lo <= hi else []
+    gaps = []
+    at = lo
+    for a, b in known:
+        if at < a and at <= hi:
+            gaps.append((at, min(a - 1, hi)))
+        at = max(at, b)
+    last_end = max(b for _, b in known)
+    if last_end <= hi:
+        gaps.append((last_end, hi))
+    return gaps
