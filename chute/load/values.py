@@ -287,18 +287,18 @@ def temporal_parts(text: str, inner: str) -> tuple[str, str, Callable[[str], str
         fn, (lo, hi) = ("toDate", DATE_RANGE) if inner == "Date" else ("toDate32", DATE32_RANGE)
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, 0, 'UTC')", "toDateTime64(0, 0, 'UTC')"
         in_range = f"toDate32(ifNull({wide}, {zero})) BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
-        checks = (clock_ok(text), date_ok(text), f"isNotNull({wide})", in_range)
+        checks = [clock_ok(text), date_ok(text), f"isNotNull({wide})", in_range]
         return wide, _all_of(*checks), lambda w: f"{fn}({w})", zero
     if inner.startswith("DateTime64"):
         precision = re.search(r"DateTime64\(\s*(\d+)", inner)
         p = precision.group(1) if precision else "3"
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, {p}{tz_arg})", f"toDateTime64(0, {p}{tz_arg})"
-        checks = (clock_ok(text), date_ok(text), fraction_ok(text, int(p)), f"isNotNull({wide})")
+        checks = [clock_ok(text), date_ok(text), fraction_ok(text, int(p)), f"isNotNull({wide})"]
         return wide, _all_of(*checks), lambda w: w, zero
     if inner.startswith("DateTime"):
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, 0{tz_arg})", f"toDateTime64(0, 0{tz_arg})"
         in_range = f"toUnixTimestamp64Second(ifNull({wide}, {zero})) BETWEEN 0 AND 4294967295"
-        checks = (clock_ok(text), date_ok(text), fraction_ok(text, 0), f"isNotNull({wide})", in_range)
+        checks = [clock_ok(text), date_ok(text), fraction_ok(text, 0), f"isNotNull({wide})", in_range]
         return wide, _all_of(*checks), lambda w: f"toDateTime({w}{tz_arg})", zero
     return None
 
