@@ -166,7 +166,12 @@ class CarefulPass:
             return
         counting = self.reads.counting([unit])
         read = self.reads.select_sql([unit], flag_unfit=True, count_missing=counting)
-        good = f"SELECT * FROM ({read}) WHERE _source_row < {UNFIT_ROW}"
+        if "_source_row" in self.reads.provenance(unit, "0"):
+            good = f"SELECT * FROM ({read}) WHERE _source_row < {UNFIT_ROW}"
+        else:
+            # No `_source_row` to carry the flag: the rows that fit, by the same check (the
+            # names in WHERE are the file's columns: prefer_column_name_to_alias).
+            good = f"{read} WHERE {' AND '.join(fits) or '1'}"
         missing: dict[str, tuple[int, int]] | None = {} if counting else None
         counts = ctx.target.write_batch(
             ctx.table,

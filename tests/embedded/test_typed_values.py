@@ -80,6 +80,28 @@ def test_a_value_that_does_not_fit_is_a_rejected_row_naming_the_column(
     engine.close()
 
 
+@pytest.mark.parametrize("columns", ["", ", _source_row UInt64"], ids=["no-provenance", "only-source-row"])
+def test_a_table_without_provenance_keeps_the_rows_that_fit(tmp_path: Path, columns: str) -> None:
+    """Without `_source_row` to flag them, the rows that do not fit are told apart by the same
+    check: the others load, the report and the rejects table agree."""
+    path = tmp_path / "a.parquet"
+    _write(
+        tmp_path / "writer", path, "SELECT number AS id, [1, 2, 5000000000][number + 1] AS v FROM numbers(3)", "Parquet"
+    )
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute(f"CREATE TABLE t (id UInt64, v UInt32{columns}) ENGINE = MergeTree ORDER BY id")
+    engine.close()
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 1), report.files
+    engine = open_engine(dest)
+    assert engine.rows("SELECT id, v FROM t ORDER BY id") == [{"id": 0, "v": 1}, {"id": 1, "v": 2}]
+    assert [r["error"] for r in engine.rows("SELECT error FROM t_rejects")] == [
+        "column v: 5000000000 does not fit UInt32"
+    ]
+    engine.close()
+
+
 def test_a_typed_file_whose_rows_all_do_not_fit_fails_and_loads_once_fixed(tmp_path: Path) -> None:
     path = tmp_path / "a.parquet"
     _write(tmp_path / "writer", path, "SELECT number AS id, toInt64(-1 - number) AS v FROM numbers(5)", "Parquet")
