@@ -194,6 +194,28 @@ def _range_start(unit: str) -> int:
     return int(unit.rsplit("=[", 1)[1].split(",")[0])
 
 
+def test_mysql_doubles_load_bit_exact(mariadb: MariaDBServer, target: str) -> None:
+    """The engine's MySQL reader rounds the shortest text MariaDB writes for a DOUBLE: chute
+    parses that text itself, so each value is the very double the server holds."""
+    values = [
+        "0.30000000000000004",
+        "898790.94618649",
+        "1.7976931348623157e308",
+        "4.9e-324",
+        "-2.2250738585072014e-308",
+    ]
+    mariadb.sql(
+        "CREATE TABLE dbl (id INT PRIMARY KEY, v DOUBLE); INSERT INTO dbl VALUES "
+        + ", ".join(f"({i}, {v})" for i, v in enumerate(values))
+        + ", (9, NULL);"
+    )
+    url = f"mysql://{TEST_USER}:{TEST_PASSWORD}@{mariadb.address}/{TEST_DATABASE}/dbl"
+    report = load(url, "dbl", target)
+    assert report.ok and report.rows_loaded == len(values) + 1
+    got = {r["id"]: r["v"] for r in open_engine(target).rows("SELECT id, v FROM dbl")}
+    assert got == {**{i: float(v) for i, v in enumerate(values)}, 9: None}
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 
