@@ -216,6 +216,24 @@ def test_mysql_doubles_load_bit_exact(mariadb: MariaDBServer, target: str) -> No
     assert got == {**{i: float(v) for i, v in enumerate(values)}, 9: None}
 
 
+def test_postgres_floats_load_bit_exact_subnormals_too(postgres: PostgresServer, target: str) -> None:
+    """A subnormal double made the engine's PostgreSQL reader fail its whole range."""
+    values = ["0.1", "5e-324", "-2.2250738585072014e-308", "1.7976931348623157e308", "'NaN'", "'-Infinity'"]
+    postgres.sql(
+        "CREATE TABLE fl (id int PRIMARY KEY, v double precision, r real); INSERT INTO fl VALUES "
+        + ", ".join(f"({i}, {v}, {'1e-45' if i == 1 else 1.5})" for i, v in enumerate(values))
+        + ", (9, NULL, NULL);"
+    )
+    url = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public.fl"
+    report = load(url, "fl", target)
+    assert report.ok and report.rows_loaded == len(values) + 1, [f.error for f in report.files]
+    got = {r["id"]: r["v"] for r in open_engine(target).rows("SELECT id, toString(v) AS v FROM fl")}
+    expected = [repr(float(v.strip("'"))) for v in values]
+    shown = {"nan": "nan", "-inf": "-inf", "inf": "inf"}
+    assert [got[i] for i in range(len(values))] == [shown.get(e, e).replace("e+", "e") for e in expected], got
+    assert open_engine(target).rows("SELECT toString(r) AS r FROM fl WHERE id = 1") == [{"r": "1e-45"}]
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 

@@ -277,11 +277,12 @@ class DatabaseTable:
             return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC", pg) or "")
         if inner.startswith("Decimal"):
             return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner, kind == "numeric free"))
-        if not pg and inner == "Float64":
+        if inner in ("Float32", "Float64"):
             # The engine's MySQL reader rounds the shortest text the server writes for a DOUBLE
             # (0.30000000000000004 comes out 0.3000000000000001, 4.9e-324 is 0, the largest is
-            # NULL): read as text, parsed exactly.
-            return SourceColumn(name, raw, raw, ident, exact=f"toFloat64OrNull({ident})")
+            # NULL); its PostgreSQL reader fails the whole read on a subnormal ('5e-324'). Read
+            # as text, parsed exactly (NaN and the infinities too).
+            return SourceColumn(name, raw, raw, ident, exact=f"to{inner}OrNull({ident})")
         return SourceColumn(name, raw, raw, ident)
 
     def _mysql_zone(self) -> str | None:
