@@ -234,6 +234,23 @@ def test_postgres_floats_load_bit_exact_subnormals_too(postgres: PostgresServer,
     assert open_engine(target).rows("SELECT toString(r) AS r FROM fl WHERE id = 1") == [{"r": "1e-45"}]
 
 
+def test_postgres_names_the_reader_cannot_quote_are_refused_with_a_way_out(
+    postgres: PostgresServer, target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The engine's PostgreSQL reader quotes `"` as `\\"`: such a name fails every read, so the
+    load stops at once with one line that says so and what to do; a view that renames it loads."""
+    postgres.sql(
+        "CREATE TABLE awk (id int PRIMARY KEY, \"a\"\"b\" text); INSERT INTO awk VALUES (1, 'x'), (2, 'y');"
+        'CREATE VIEW awk_v AS SELECT id, "a""b" AS ab FROM awk;'
+    )
+    base = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public."
+    assert main(["load", base + "awk", "--table", "awk", "--target", target]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "double quote" in err and "view" in err, err
+    report = load(base + "awk_v", "awk_v", target)
+    assert report.ok and report.rows_loaded == 2
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 

@@ -191,7 +191,19 @@ class DatabaseTable:
                 return int(value)
         return None
 
+    def _refuse_awkward_names(self, columns: list[str]) -> None:
+        """PostgreSQL names with `"` or `\\`: the engine's reader writes `"` as `\\"` inside a quoted
+        name (the server reads `\\` as itself), so every read of the table would fail."""
+        awkward = next((n for n in [self.url.schema, self.url.table, *columns] if '"' in n or "\\" in n), None)
+        if awkward is not None:
+            raise UsageError(
+                f"{self.url.display}: the name {awkward!r} holds a double quote or a backslash, which the "
+                "engine's PostgreSQL reader cannot quote; load from a view that renames it"
+            )
+
     def _columns(self) -> list[SourceColumn]:
+        if self.url.dialect == "postgresql":
+            self._refuse_awkward_names([])
         # The catalog (through a dictionary's connection) while the engine describes the table
         # (through its own): two connections to the server in the time of one.
         with ThreadPoolExecutor(1) as pool:
@@ -199,6 +211,8 @@ class DatabaseTable:
             described = self.rows(f"DESCRIBE TABLE {self.url.function()}", "reading the columns")
             catalog.result()
         kinds = self._catalog_types()
+        if self.url.dialect == "postgresql":
+            self._refuse_awkward_names([r["name"] for r in described])
         if self.url.dialect == "mysql" and "timestamp" in kinds.values():
             self.server_zone = self._mysql_zone()
         return [self._column(r["name"], r["type"], kinds.get(r["name"], "")) for r in described]
