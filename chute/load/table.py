@@ -77,6 +77,13 @@ class TableSetup:
         if existing is None and plan.load:
             existing = self.create(plan, on_ddl)
         ctx.set_info(columns=tuple(existing or []))
+        present = PROVENANCE_NAMES & {c.name for c in existing or []}
+        if present and present != PROVENANCE_NAMES and ctx.opts.provenance:
+            missing = ", ".join(sorted(PROVENANCE_NAMES - present))
+            ctx.report.notes.append(
+                f"table {ctx.table} has {', '.join(sorted(present))} but not {missing}: chute writes provenance "
+                "only into all four, so these keep their defaults (add the others to the table to have them filled)"
+            )
         if plan.load and not ctx.opts.provenance:
             declared = ctx.source.declared_columns(plan.load[0])
             if declared and {c.name for c in declared} >= PROVENANCE_NAMES:

@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import chute
 from chute.cli import build_parser, subparsers
+from chute.engine import open_engine
 
 COMMANDS = ("load", "export", "design", "bench", "status", "query", "time-queries")
 
@@ -274,3 +276,17 @@ def test_scratch_copies_of_a_sigkilled_process_are_gone_after_the_next_run(tmp_p
     out = run("load", str(tmp_path / "a.jsonl"), "-t", "t", "--target", str(tmp_path / "db"), "-q")
     assert out.returncode == 0, out.stderr
     assert not copy.exists()
+
+
+def test_a_table_with_some_provenance_columns_is_told_they_stay_empty(tmp_path: Path) -> None:
+    """Provenance is written into all four columns or none: a table with only some of them
+    loads, and the report says which stay at their defaults."""
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"id": 1}\n{"id": 2}\n')
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute("CREATE TABLE t (id Int64, _source String, _source_row UInt64) ENGINE = MergeTree ORDER BY id")
+    engine.close()
+    report = chute.load([str(source)], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2
+    assert any("has _source, _source_row but not _load_id, _source_mtime" in n for n in report.notes), report.notes
