@@ -71,6 +71,22 @@ class StatementResult:
     elapsed: float
 
 
+@contextlib.contextmanager
+def _globless_cwd() -> Iterator[None]:
+    """The engine keeps the working directory it starts in; where that name holds `*?[{`, its
+    schema inference finds no file at all, whatever the (absolute) path (measured on chDB 26.9;
+    a SELECT of the same file works). It starts in `/` then; chute's paths are absolute."""
+    cwd = os.getcwd()
+    if not any(c in cwd for c in "*?[{"):
+        yield
+        return
+    os.chdir("/")
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+
+
 class Engine:
     """An embedded engine bound to one database directory (or memory)."""
 
@@ -93,7 +109,9 @@ class Engine:
                 self._holder = DirectoryLock.take(path)
             try:
                 # A config file is read once, when the first connection starts the engine.
-                self._conn = chdb.connect(f"{path}?config-file={config_file}" if config_file else path)
+                config = os.path.abspath(config_file) if config_file else None
+                with _globless_cwd():
+                    self._conn = chdb.connect(f"{path}?config-file={config}" if config else path)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()

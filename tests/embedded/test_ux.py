@@ -290,3 +290,22 @@ def test_a_table_with_some_provenance_columns_is_told_they_stay_empty(tmp_path: 
     report = chute.load([str(source)], table="t", target=dest)
     assert report.ok and report.rows_loaded == 2
     assert any("has _source, _source_row but not _load_id, _source_mtime" in n for n in report.notes), report.notes
+
+
+def test_a_working_directory_named_with_glob_characters(tmp_path: Path) -> None:
+    """The engine keeps the directory it starts in, and its schema inference found no file while
+    that name held `*` or `{a,b}`: relative names from there load like any others."""
+    for name in ("st*ar", "cu{a,b}"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "f.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+        done = subprocess.run(
+            [sys.executable, "-m", "chute.cli", "load", "f.jsonl", "--table", "t", "--target", "db", "--json"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["rows_loaded"] == 2
+        assert (folder / "db").is_dir()
