@@ -119,8 +119,8 @@ class Capabilities:
         if not self.date32 and re.search(r"\bDate32\b", type_sql):
             t = re.sub(r"\bDate32\b", "Date", t)
             why = (
-                f"server {self.version_text} has no Date32: Date instead; a file with a date outside "
-                "1970-01-01..2149-06-06 fails with the value named, nothing is clamped"
+                f"server {self.version_text} has no Date32: Date instead; a date outside "
+                "1970-01-01..2149-06-06 is a rejected row with the value named, nothing is clamped"
                 + (
                     "; this server shows dates past 2105 wrong (stored right: toUInt16 gives the day)"
                     if self.version < (19, 0, 0)

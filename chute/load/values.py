@@ -380,6 +380,11 @@ def decimal_conversion(text: str, inner: str) -> str:
 
 
 def default_of(type_sql: str) -> str:
+    """SQL of the value a missing value takes: the type's default, except Date32's, whose
+    defaultValueOfTypeName is 1900-01-01 where the engine's own reading (and a NULL's
+    assumeNotNull) gives 1970-01-01, the zero the docs name."""
+    if strip_wrappers(type_sql)[0] == "Date32":
+        return "toDate32(0)"
     return f"defaultValueOfTypeName({quote_str(type_sql)})"
 
 
