@@ -134,7 +134,7 @@ class Planner:
         """
         t = self.table
         assert t.key is not None
-        known = [] if window else self._known_ranges()
+        known = self._known_ranges(window)
         if stats is None:
             stats = t.key_bounds(None)
             if stats is None:
@@ -150,12 +150,13 @@ class Planner:
                 units.append(self._unit(f"{prefix}{t.key.name}=[{a},{b})", n))
         return units
 
-    def _known_ranges(self) -> list[tuple[int, int]]:
-        """[start, end) of the key ranges (outside cursor windows) in the ledger, in any state."""
+    def _known_ranges(self, window: str = "") -> list[tuple[int, int]]:
+        """[start, end) of the key ranges of `window` ("": outside cursor windows) in the ledger,
+        in any state."""
         return sorted(
             (int(p["range"].group("a")), int(p["range"].group("b")))
             for _, _, p in self.known
-            if "range" in p and "window" not in p
+            if "range" in p and (p["window"].group(0) if "window" in p else "") == window
         )
 
     def _window(self) -> list[Unit]:
@@ -164,8 +165,14 @@ class Planner:
         assert t.cursor is not None
         c = quote_ident(t.cursor.name)
         numeric = INTEGER_TYPE.match(split_nullable(t.cursor.raw)[1]) is not None
-        ends = [p["window"].group("v1") for _, _, p in self.known if "window" in p]
-        v0 = (max(ends, key=int) if numeric else max(ends)) if ends else ""
+        windows = [p["window"] for _, _, p in self.known if "window" in p]
+        v0 = ""
+        if windows:
+            newest = max(windows, key=lambda w: int(w.group("v1")) if numeric else w.group("v1"))
+            gaps = self._newest_window_gaps(newest) if t.key is not None else []
+            if gaps:
+                return gaps  # the newest window is finished before a new one starts
+            v0 = newest.group("v1")
         after = f"{c} > {t.literal(t.cursor, v0)}" if v0 else f"{c} IS NOT NULL"
         key_stats = ""
         if t.key is not None:
@@ -184,6 +191,24 @@ class Planner:
         if t.key is not None:
             return self._ranges(window, (int(got["lo"]), int(got["hi"]), total))
         return [self._unit(window, total)]
+
+    def _newest_window_gaps(self, newest: re.Match[str]) -> list[Unit]:
+        """Ranges of the newest window that no recorded range covers. A kill while its batches
+        ran out of order can leave some unrecorded (no row of them written); only the newest
+        window can, as a new window is planned only once the one before has no gap."""
+        t = self.table
+        assert t.cursor is not None and t.key is not None
+        c, k = quote_ident(t.cursor.name), quote_ident(t.key.name)
+        v0, v1 = newest.group("v0"), newest.group("v1")
+        after = f"{c} > {t.literal(t.cursor, v0)}" if v0 else f"{c} IS NOT NULL"
+        got = t.rows(
+            f"SELECT toString(min({k})) AS lo, toString(max({k})) AS hi, count() AS n FROM {t.url.function()}"
+            f"{t.raw_filter(f'{after} AND {c} <= {t.literal(t.cursor, v1)}')}",
+            "reading the last window's keys",
+        )[0]
+        if int(got["n"]) == 0:
+            return []
+        return self._ranges(newest.group(0), (int(got["lo"]), int(got["hi"]), int(got["n"])))
 
 
 def _gaps(known: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
