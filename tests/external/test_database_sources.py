@@ -251,6 +251,21 @@ def test_postgres_names_the_reader_cannot_quote_are_refused_with_a_way_out(
     assert report.ok and report.rows_loaded == 2
 
 
+def test_values_read_unchecked_are_named_in_the_report(postgres: PostgresServer, target: str) -> None:
+    """Arrays, and every column under --where, are read as the engine reads them: the report
+    says which columns, and what that can change."""
+    postgres.sql(
+        "CREATE TABLE unck (id int PRIMARY KEY, n numeric(10, 2), a numeric[], d date[], k int);"
+        "INSERT INTO unck VALUES (1, 1.5, '{1.25}', '{2024-01-01}', 1), (2, 2.5, NULL, NULL, 2);"
+    )
+    url = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public.unck"
+    report = load(url, "unck", target, LoadOptions(where="k = 1"))
+    assert report.ok and report.rows_loaded == 1
+    notes = " | ".join(report.notes)
+    assert "with --where, columns n are read as the engine reads them" in notes, notes
+    assert "array columns a, d are read as the engine reads them" in notes, notes
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import time
 
 from chute.cores import usable_cores
@@ -59,6 +60,7 @@ class DatabaseSource(SourceBase):
             ranges = sum(1 for u in planned if self.parts[u.key].key)
             if planned:
                 self.notes.append(table.streams.note(url.display, ranges))
+                self.notes.extend(unchecked_notes(table))
             units.extend(planned)
         return units
 
@@ -168,3 +170,25 @@ def postgres_session(zone: str) -> None:
     current = os.environ.get("PGOPTIONS", "")
     if wanted not in current:
         os.environ["PGOPTIONS"] = f"{current} {wanted}".strip()
+
+
+def unchecked_notes(table: DatabaseTable) -> list[str]:
+    """What the report must say of columns whose values the engine's own reader takes without
+    chute's exact check: all of them under --where (its SQL compares the columns as their
+    types), and arrays of numerics, dates and times (read element by element by the engine)."""
+    shown = table.url.display
+    notes = []
+    if table.options.where:
+        names = [c.name for c in table.columns if c.exact]
+        if names:
+            notes.append(
+                f"{shown}: with --where, columns {', '.join(names)} are read as the engine reads them, "
+                "unchecked (a MySQL zero date is 1970-01-01, digits past a numeric's scale are cut)"
+            )
+    arrays = [c.name for c in table.columns if re.search(r"Array\((Nullable\()?(Decimal|Date|DateTime)", c.raw)]
+    if arrays:
+        notes.append(
+            f"{shown}: array columns {', '.join(arrays)} are read as the engine reads them, unchecked "
+            "(digits past 19 decimals are cut, dates BC lose their era, a NULL array is empty)"
+        )
+    return notes
