@@ -30,6 +30,7 @@ from chute.sources.database import DatabaseSource
 from chute.units import Unit
 
 from ..harness.extservers import TEST_DATABASE, TEST_PASSWORD, TEST_USER, MariaDBServer, PostgresServer, running
+from ..harness.servers import server_query
 
 pytestmark = pytest.mark.slow
 
@@ -264,6 +265,30 @@ def test_values_read_unchecked_are_named_in_the_report(postgres: PostgresServer,
     notes = " | ".join(report.notes)
     assert "with --where, columns n are read as the engine reads them" in notes, notes
     assert "array columns a, d are read as the engine reads them" in notes, notes
+
+
+def test_postgres_dates_an_18_16_date_cannot_hold_are_rejected_rows(postgres: PostgresServer, server_url: str) -> None:
+    """18.16 has no Date32: the column is Date, and a date outside 1970..2149 (or `infinity`) is
+    a rejected row naming it; the cast past Date's range failed the whole range before."""
+    postgres.sql(
+        "CREATE TABLE dd (id int PRIMARY KEY, d date, e date NOT NULL);"
+        "INSERT INTO dd SELECT g, date '2024-01-01' + g, date '2024-01-01' FROM generate_series(1, 300) g;"
+        "INSERT INTO dd VALUES (301, '1960-01-01', '2024-01-01'), (302, 'infinity', '2024-01-01'),"
+        " (303, '2024-01-01', '2200-01-01');"
+    )
+    url = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public.dd"
+    report = load(url, "dd", server_url)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (300, 3), [f.error for f in report.files]
+    assert server_query(server_url, "SELECT count(), toString(min(d)) FROM dd FORMAT TSV").split() == [
+        "300",
+        "2024-01-02",
+    ]
+    rejects = server_query(server_url, "SELECT _source_row, error FROM dd_rejects ORDER BY _source_row FORMAT TSV")
+    assert [line.split("\t")[1] for line in rejects.splitlines()] == [
+        "column d: 1960-01-01 does not fit Date",
+        "column d: infinity does not fit Date",
+        "column e: 2200-01-01 does not fit Date",
+    ]
 
 
 def _table(db: Db, name: str) -> str:
