@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+DECIMAL = re.compile(r"Decimal\(\s*(\d+)\s*,\s*\d+\s*\)")
+"""A Decimal(P, S) type, P in group 1."""
 DATETIME64 = re.compile(r"DateTime64\(\s*\d+\s*(,\s*('[^']*'))?\s*\)")
 """A DateTime64 type, its time zone (if any) in group 2."""
 
@@ -53,6 +55,8 @@ class Capabilities:
     """Secret keys of s3() shown as [HIDDEN] in query_log, server logs and errors (22.11)."""
     date32: bool
     """Date32 (21.9); before it, Date (1970-01-01 to 2149-06-06)."""
+    decimal256: bool
+    """Decimal with a precision past 38 (Decimal256, 20.8); before it, `[69] Wrong precision`."""
     checked_typed_reads: bool
     """What chute's check of a typed file's values needs on the server reading it (Date32,
     accurateCastOrNull, toUnixTimestamp64Second, throwIf with a message): 21.9."""
@@ -87,6 +91,7 @@ class Capabilities:
             s3_row_number=v >= (26, 9, 0),
             hides_secrets=v >= (22, 11, 0),
             date32=v >= (21, 9, 0),
+            decimal256=v >= (20, 8, 0),
             checked_typed_reads=v >= (21, 9, 0),
             nested_tuples=v >= (21, 1, 0),
             table_totals=v >= (20, 5, 0),
@@ -108,6 +113,11 @@ class Capabilities:
         exact text: DateTime would drop the fraction of a second and clamp the years past
         1970..2106, without a word. chute's own columns (ledger, `_source_mtime`) take
         DateTime: whole seconds are what they need."""
+        narrowed = DECIMAL.sub(lambda m: "String" if int(m.group(1)) > 38 else m.group(0), type_sql)
+        if data and not self.decimal256 and narrowed != type_sql:
+            t, why = self.adapt_type_noted(narrowed, data)
+            note = f"server {self.version_text} has no Decimal of more than 38 digits: String holding each exact number"
+            return t, f"{note}; {why}" if why else note
         if data and not self.datetime64 and DATETIME64.search(type_sql):
             t, why = self.adapt_type_noted(DATETIME64.sub("String", type_sql))
             note = (

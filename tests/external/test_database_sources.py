@@ -291,6 +291,24 @@ def test_postgres_dates_an_18_16_date_cannot_hold_are_rejected_rows(postgres: Po
     ]
 
 
+def test_postgres_numerics_wider_than_an_18_16_decimal_keep_every_digit(
+    postgres: PostgresServer, server_url: str
+) -> None:
+    """18.16 has no Decimal past 38 digits ("[69] Wrong precision" when the table was made):
+    such a column is String holding each number exactly, with a note."""
+    values = ["1234567890123456789012345678901234567890", "-0.0000000001"]
+    postgres.sql(
+        "CREATE TABLE wide (id int PRIMARY KEY, n numeric(40, 0), m numeric(50, 10));"
+        f"INSERT INTO wide VALUES (1, {values[0]}, 1.5), (2, 7, {values[1]});"
+    )
+    url = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public.wide"
+    report = load(url, "wide", server_url)
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    assert any("more than 38 digits" in n for n in report.notes), report.notes
+    got = server_query(server_url, "SELECT n, m FROM wide ORDER BY id FORMAT TSV").splitlines()
+    assert got == [f"{values[0]}\t1.5000000000", f"7\t{values[1]}"], got
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 

@@ -49,6 +49,9 @@ def test_types_are_adapted_to_what_an_old_server_stores(inferred: str, on_18_16:
         ("Array(DateTime64(3, 'UTC'))", "Array(String)"),
         ("LowCardinality(Nullable(DateTime64(3)))", "Nullable(String)"),
         ("DateTime", "DateTime"),
+        ("Decimal(40, 0)", "String"),
+        ("Nullable(Decimal(76, 10))", "Nullable(String)"),
+        ("Decimal(38, 2)", "Decimal(38, 2)"),
     ],
 )
 def test_times_of_the_rows_keep_their_fraction_on_an_old_server(inferred: str, on_18_16: str) -> None:
@@ -57,6 +60,7 @@ def test_times_of_the_rows_keep_their_fraction_on_an_old_server(inferred: str, o
     adapted, why = OLD.adapt_type_noted(inferred, data=True)
     assert adapted == on_18_16
     assert ("no DateTime64" in why) == ("DateTime64" in inferred)
+    assert ("more than 38 digits" in why) == (adapted != inferred and "Decimal" in inferred)
     assert NEW.adapt_type_noted(inferred, data=True) == (inferred, "")
 
 
