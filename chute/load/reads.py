@@ -269,7 +269,7 @@ class Reads:
         fmt = unit.fmt.format
         if unit.fmt.is_text:
             marker = col.null_marker if fmt in ("CSV", "TSV") else ""
-            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=counted)
+            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=counted, tsv=fmt == "TSV")
         source = self.ctx.source
         if isinstance(source, CheckedValues):
             return source.checked_read(unit, col.name, col.type)

@@ -74,7 +74,9 @@ class FastRead:
     """SQL of the value that never fails: the column's NULL or default where the text does not fit."""
 
 
-def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", counted: bool = False) -> FastRead | None:
+def fast_read(
+    name: str, type_sql: str, json: bool, null_marker: str = "", counted: bool = False, tsv: bool = False
+) -> FastRead | None:
     """How the fast path reads a checked column of a text file, or None to read it as its own type.
 
     A value that does not fit makes the SELECT fail, which sends the file to the careful
@@ -89,6 +91,10 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", count
 
     `counted`: a missing value must show as NULL in the read column (chute.load.missing counts
     it): integers are read Nullable too, and taken with assumeNotNull (the NULL's default).
+
+    `tsv`: integers are read as text as well. The engine's TSV reader takes an empty field for
+    0 (a CSV one takes the column's DEFAULT, which the missing-value probe sees): read as text,
+    an empty field is a missing value, counted, like a date's.
     """
     if null_marker and not json:
         return _marker_read(name, type_sql, null_marker)
@@ -97,7 +103,7 @@ def fast_read(name: str, type_sql: str, json: bool, null_marker: str = "", count
     inner, nullable = strip_wrappers(type_sql)
     ident = quote_ident(name)
     missing = "NULL" if nullable else default_of(inner)
-    match = INT_RE.match(inner)
+    match = None if tsv else INT_RE.match(inner)
     if match:
         bits = int(match.group(1))
         if bits > 64:

@@ -239,7 +239,7 @@ def _text_rows(fmt: str, start: int, count: int, holes: bool) -> tuple[list[str]
             how = (k // 3) % 3
             if name == "s" and fmt == "CSV":
                 fields["s"], values["s"] = "", ""  # (an empty field is an empty string in CSV)
-            elif how == 1 or (fmt == "TSV" and name in ("n", "f")):  # (TSV: an empty number is a bad row)
+            elif how == 1 or (fmt == "TSV" and name == "f"):  # (TSV: an empty Float64 is a bad row)
                 fields[name], values[name] = "\\N", None
             elif how == 2 and fmt == "CSV":
                 fields[name], values[name] = '""', None
