@@ -166,7 +166,7 @@ class CarefulPass:
             return
         counting = self.reads.counting([unit])
         read = self.reads.select_sql([unit], flag_unfit=True, count_missing=counting)
-        if "_source_row" in self.reads.provenance(unit, "0"):
+        if ctx.fill_provenance:
             good = f"SELECT * FROM ({read}) WHERE _source_row < {UNFIT_ROW}"
         else:
             # No `_source_row` to carry the flag: the rows that fit, by the same check (the

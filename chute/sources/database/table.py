@@ -416,20 +416,17 @@ class DatabaseTable:
             return None
         ident = quote_ident(name)
         nullable, inner = split_nullable(type_sql)
-        exact, value = column.exact, column.expr
         if column.type != type_sql:
             if (split_nullable(column.type)[1], inner) != ("Date32", "Date"):
                 return None
             # A server without Date32 (before 21.9): Date, which holds 1970-01-01 to 2149-06-06;
             # a cast past them fails the whole read, so such a date is a rejected row.
-            exact = f"if({exact} BETWEEN toDate32('1970-01-01') AND toDate32('2149-06-06'), toDate({exact}), NULL)"
-            message = quote_str(f"column {name}: a value does not fit Date")
-            fitting = f"isNull({ident}) OR isNotNull({exact})"
-            value = f"CAST({exact} + throwIf(NOT ({fitting}), {message}), {quote_str(type_sql)})"
+            in_range = f"{column.exact} BETWEEN toDate32('1970-01-01') AND toDate32('2149-06-06')"
+            column = replace(column, type=type_sql, exact=f"if({in_range}, toDate({column.exact}), NULL)")
         missing = "NULL" if nullable else f"defaultValueOfTypeName({quote_str(inner)})"
-        fits = f"(isNull({ident}) OR isNotNull({exact}))"
-        lenient = f"CAST(if({fits}, {exact}, {missing}), {quote_str(type_sql)})"
-        return CheckedRead(column.raw, value, fits, lenient)
+        fits = f"(isNull({ident}) OR isNotNull({column.exact}))"
+        lenient = f"CAST(if({fits}, {column.exact}, {missing}), {quote_str(type_sql)})"
+        return CheckedRead(column.raw, self.strict(column), fits, lenient)
 
     def select(self, where: str, structure: str | None, extras: tuple[str, ...] = ()) -> str:
         """SELECT a part of the table: chute's types, or `structure`'s names and types (plus `extras`)."""
