@@ -314,6 +314,32 @@ def test_postgres_numerics_wider_than_an_18_16_decimal_keep_every_digit(
     assert got == [f"{values[0]}\t1.5000000000", f"7\t{values[1]}"], got
 
 
+def test_postgres_numerics_the_reader_cannot_type_are_named_with_the_way_around(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """numeric(80, 10) and numeric(5, -2) failed with the engine's internal DESCRIBE message
+    ("Precision 80 and scale 10 are too big", "Unsigned type must not contain '-'"). Now one line
+    names the column and the way around it; a view casting it to text loads every digit."""
+    big = "12345678901234567890123456789012345678901234567890123456789012345678.0123456789"
+    postgres.sql(
+        "CREATE TABLE huge (id int PRIMARY KEY, n numeric(80, 10));"
+        f"INSERT INTO huge VALUES (1, {big}), (2, 1.5);"
+        "CREATE TABLE neg (id int PRIMARY KEY, n numeric(5, -2)); INSERT INTO neg VALUES (1, 12345);"
+        "CREATE VIEW huge_text AS SELECT id, n::text AS n FROM huge;"
+    )
+    base = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public."
+    for table, declared in (("huge", "numeric(80,10)"), ("neg", "numeric(5,-2)")):
+        with pytest.raises(UsageError) as caught:
+            load(base + table, table, str(tmp_path / table))
+        message = str(caught.value)
+        assert f"column n {declared}" in message and "view" in message and TEST_PASSWORD not in message
+        assert "\n" not in message
+    report = load(base + "huge_text", "huge_text", str(tmp_path / "view"))
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    rows = open_engine(str(tmp_path / "view")).rows("SELECT id, n FROM huge_text ORDER BY id")
+    assert [(r["id"], r["n"]) for r in rows] == [(1, big), (2, "1.5000000000")]
+
+
 def _table(db: Db, name: str) -> str:
     return f"public.{name}" if db.dialect == "postgresql" else name
 

@@ -20,7 +20,8 @@ INTEGER_TYPES = "('pg_catalog.int2'::regtype, 'pg_catalog.int4'::regtype, 'pg_ca
 
 def catalog_query(schema: str, table: str, split_by: str | None, bounds: bool) -> str:
     """Rows (id, k, c, v): ("type", column, type name as information_schema's data_type names it, with
-    "numeric free" for a numeric without precision), ("key", column, position in the primary key) and,
+    "numeric free" for a numeric without precision), ("key", column, position in the primary key),
+    ("declared", column, `numeric(p,s)`) for each numeric with a precision, and,
     with `bounds`, ("bounds", key column, XML of its min and max) for the integer column `split_by` (else
     the one-column primary key) and ("estimate", "", rows: reltuples scaled to the table's pages now, as
     PostgreSQL's planner does; -1 when never analyzed)."""
@@ -52,7 +53,12 @@ def catalog_query(schema: str, table: str, split_by: str | None, bounds: bool) -
         "FROM cols c JOIN pg_catalog.pg_type b ON b.oid = c.base"
     )
     keys = "SELECT 'key:' || attname, 'key', attname::text, ord::text FROM pk"
-    parts = [types, keys]
+    # numeric(p, s) as declared: the engine's reader refuses more than 76 digits or a negative scale.
+    declared = (
+        "SELECT 'declared:' || c.attname, 'declared', c.attname::text, pg_catalog.format_type(c.base, c.mod) "
+        "FROM cols c WHERE c.base = 'pg_catalog.numeric'::regtype AND c.mod >= 0"
+    )
+    parts = [types, keys, declared]
     if bounds:
         minmax = pg_str("SELECT min(%1$I)::text AS lo, max(%1$I)::text AS hi FROM %2$I.%3$I")
         parts.append(
@@ -73,3 +79,14 @@ def parse_bounds(xml: str) -> tuple[int, int] | None:
     if lo is None or hi is None:
         return None
     return int(lo.group(1)), int(hi.group(1))
+
+
+def unreadable_numerics(declared: dict[str, str]) -> list[str]:
+    """`column numeric(p,s)` for the declared numerics the engine's PostgreSQL reader cannot type:
+    more than 76 digits (Decimal256's) or a negative scale (PostgreSQL 15)."""
+    found = []
+    for column, declaration in declared.items():
+        match = re.fullmatch(r"numeric\((\d+),\s*(-?\d+)\)", declaration)
+        if match and (int(match.group(1)) > 76 or int(match.group(2)) < 0):
+            found.append(f"{column} {declaration}")
+    return found

@@ -12,7 +12,7 @@ from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.sources.base import CheckedRead, SourceOptions
 from chute.sources.database.columns import SourceColumn, one_reason, parse_structure, scrub_secret, split_nullable
 from chute.sources.database.exact import decimal, temporal
-from chute.sources.database.pgcatalog import catalog_query, parse_bounds
+from chute.sources.database.pgcatalog import catalog_query, parse_bounds, unreadable_numerics
 from chute.sources.database.url import (
     CONNECTION_ERRORS,
     CURSOR_TYPE,
@@ -208,7 +208,11 @@ class DatabaseTable:
         # (through its own): two connections to the server in the time of one.
         with ThreadPoolExecutor(1) as pool:
             catalog = pool.submit(self._catalog)
-            described = self.rows(f"DESCRIBE TABLE {self.url.function()}", "reading the columns")
+            try:
+                described = self.rows(f"DESCRIBE TABLE {self.url.function()}", "reading the columns")
+            except SourceError:
+                self._refuse_unreadable_numerics(catalog.result())
+                raise
             catalog.result()
         kinds = self._catalog_types()
         if self.url.dialect == "postgresql":
@@ -216,6 +220,18 @@ class DatabaseTable:
         if self.url.dialect == "mysql" and "timestamp" in kinds.values():
             self.server_zone = self._mysql_zone()
         return [self._column(r["name"], r["type"], kinds.get(r["name"], "")) for r in described]
+
+    def _refuse_unreadable_numerics(self, catalog: list[dict[str, str]]) -> None:
+        """A numeric the engine cannot type fails its DESCRIBE with an internal message: name the
+        column and the way around it instead."""
+        declared = {r["c"]: r["v"] for r in catalog if r["k"] == "declared"}
+        unreadable = unreadable_numerics(declared)
+        if unreadable:
+            raise UsageError(
+                f"{self.url.display}: column {', '.join(unreadable)}: the engine's PostgreSQL reader takes "
+                "numerics of at most 76 digits and no negative scale; load from a view that casts the "
+                "column to text (or to a numeric it takes)"
+            )
 
     def _catalog(self) -> list[dict[str, str]]:
         """What the server's catalog says of the table, in one query it runs itself: ("type", column,
