@@ -230,7 +230,7 @@ class Reads:
         for i, col in enumerate(inputs):
             watch = flags is not None and watched(col, fmt)
             ident = quote_ident(col.name)
-            fast = self.checked_read(unit, col, counted=watch)
+            fast = self.checked_read(unit, col, counted=watch, whole_numbers=flag_unfit)
             if watch and flags is not None:
                 if fast is None or fast.read_as.startswith("Nullable("):
                     flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
@@ -261,7 +261,9 @@ class Reads:
                 fits.append(fast.fits)
         return read_as, exprs, fits
 
-    def checked_read(self, unit: Unit, col: Column, counted: bool = False) -> FastRead | CheckedRead | None:
+    def checked_read(
+        self, unit: Unit, col: Column, counted: bool = False, whole_numbers: bool = False
+    ) -> FastRead | CheckedRead | None:
         """How the fast path reads a column whose values the engine's reader could change (see
         chute.load.values): text files (`fast_read`), typed files (`binary_read`), or what the
         source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is.
@@ -269,7 +271,8 @@ class Reads:
         fmt = unit.fmt.format
         if unit.fmt.is_text:
             marker = col.null_marker if fmt in ("CSV", "TSV") else ""
-            return fast_read(col.name, col.type, fmt == "JSONEachRow", marker, counted=counted, tsv=fmt == "TSV")
+            json = fmt == "JSONEachRow"
+            return fast_read(col.name, col.type, json, marker, counted, fmt == "TSV", whole_numbers)
         source = self.ctx.source
         if isinstance(source, CheckedValues):
             return source.checked_read(unit, col.name, col.type)

@@ -75,7 +75,13 @@ class FastRead:
 
 
 def fast_read(
-    name: str, type_sql: str, json: bool, null_marker: str = "", counted: bool = False, tsv: bool = False
+    name: str,
+    type_sql: str,
+    json: bool,
+    null_marker: str = "",
+    counted: bool = False,
+    tsv: bool = False,
+    whole_numbers: bool = False,
 ) -> FastRead | None:
     """How the fast path reads a checked column of a text file, or None to read it as its own type.
 
@@ -92,6 +98,10 @@ def fast_read(
     `counted`: a missing value must show as NULL in the read column (chute.load.missing counts
     it): integers are read Nullable too, and taken with assumeNotNull (the NULL's default).
 
+    `whole_numbers`: JSON integers past 32 bits are read as text too, so that `1e2` and `1.0`
+    are the whole numbers they are (the Int128 read refuses them; the Float64 read of narrower
+    ones takes them): the pass that keeps bad rows, where a refused record is a rejected row.
+
     `tsv`: integers are read as text as well. The engine's TSV reader takes an empty field for
     0 (a CSV one takes the column's DEFAULT, which the missing-value probe sees): read as text,
     an empty field is a missing value, counted, like a date's.
@@ -104,10 +114,12 @@ def fast_read(
     ident = quote_ident(name)
     missing = "NULL" if nullable else default_of(inner)
     match = None if tsv else INT_RE.match(inner)
+    if match and int(match.group(1)) > 64:
+        return None  # (read as it is: a wider read costs every row; see docs/loading.md)
+    if match and whole_numbers and json and int(match.group(1)) > 32:
+        match = None
     if match:
         bits = int(match.group(1))
-        if bits > 64:
-            return None  # (read as it is: a wider read costs every row; see docs/loading.md)
         wide = "Float64" if bits <= 32 else "Int128"  # Float64 holds every 32-bit integer exactly
         if counted and not nullable:
             ident = f"assumeNotNull({ident})"  # (no copy: the values under the NULLs are 0)
@@ -269,7 +281,16 @@ def conversion(text: str, type_sql: str) -> str | None:
         return decimal_conversion(text, inner)
     if int_match:
         # JSON true/false are 1/0, as the engine's JSON reader has them on the fast path.
-        return f"accurateCastOrNull(multiIf({text} = 'true', '1', {text} = 'false', '0', {text}), {quote_str(inner)})"
+        plain = f"accurateCastOrNull(multiIf({text} = 'true', '1', {text} = 'false', '0', {text}), {quote_str(inner)})"
+        # A number written with a point or an exponent that is a whole number (`1.0`, `1e2`: pandas
+        # writes an integer column with gaps so) is that number, as the fast path's Float64 read of
+        # a JSON integer has it; `1.5` and `1e-40` do not fit.
+        t = f"trimBoth({text})"
+        fraction = f"trimRight(extract({t}, '[.]([0-9]*)'), '0')"  # its digits past the point, but 0s
+        exponent = f"if(match({t}, '[eE]'), toInt64OrNull(extract({t}, '[eE]([-+]?[0-9]+)$')), 0)"
+        value = f"accurateCastOrNull(toString(toDecimal256OrNull({t}, 0)), {quote_str(inner)})"
+        whole = f"if({exponent} BETWEEN length({fraction}) AND 40, {value}, NULL)"
+        return f"if(match({text}, '^[ ]*[-+]?([0-9]+[.eE]|[.][0-9])'), {whole}, {plain})"
     if inner.startswith(("Float", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     temporal = temporal_parts(text, inner)

@@ -295,3 +295,40 @@ def test_json_empty_string_into_an_integer_is_rejected_and_missing_keeps_the_def
         ["3", "0", "null"],
     ]
     assert rows(dest, "SELECT _source_row, error FROM t_rejects") == [["4", 'column n: "" does not fit Int8']]
+
+
+@pytest.mark.parametrize("with_a_bad_row", [False, True])
+def test_json_whole_numbers_with_a_point_or_exponent_load_whatever_else_the_file_holds(
+    tmp_path: Path, dest: str, with_a_bad_row: bool
+) -> None:
+    """`1.0` and `1e2` (pandas writes an integer column with gaps so) are whole numbers: they
+    loaded into Int32 on the fast path but were rejected by the careful pass, so a value's fate
+    hung on another row of its file. Now both load them; a fraction is rejected either way."""
+    execute(
+        dest,
+        "CREATE TABLE t (id UInt32, a Int32, b Int64, _source String, _source_mtime DateTime, "
+        "_source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    lines = [
+        '{"id": 1, "a": 1e2, "b": 1e2}',
+        '{"id": 2, "a": 1.0, "b": -3.00}',
+        '{"id": 3, "a": 2E+1, "b": 1.5e1}',
+        '{"id": 4, "a": 7, "b": 9007199254740993}',
+    ]
+    if with_a_bad_row:
+        lines += ['{"id": 5, "a": 1.5, "b": 1}', '{"id": 6, "a": 1, "b": 1e-40}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    report = chute.load([str(tmp_path / "a.jsonl")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 4, [f.error for f in report.files]
+    assert report.rows_rejected == (2 if with_a_bad_row else 0)
+    assert rows(dest, "SELECT id, a, b FROM t ORDER BY id") == [
+        ["1", "100", "100"],
+        ["2", "1", "-3"],
+        ["3", "20", "15"],
+        ["4", "7", "9007199254740993"],
+    ]
+    if with_a_bad_row:
+        assert rows(dest, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row") == [
+            ["5", "column a: 1.5 does not fit Int32"],
+            ["6", "column b: 1e-40 does not fit Int64"],
+        ]
