@@ -285,12 +285,16 @@ def conversion(text: str, type_sql: str) -> str | None:
         # A number written with a point or an exponent that is a whole number (`1.0`, `1e2`: pandas
         # writes an integer column with gaps so) is that number, as the fast path's Float64 read of
         # a JSON integer has it; `1.5` and `1e-40` do not fit.
-        t = f"trimBoth({text})"
+        pointed = f"position({text}, '.') + positionCaseInsensitive({text}, 'e') > 0"  # (a regex costs 5x)
+        odd = f"bitAnd({pointed}, {text} NOT IN ('true', 'false'))"
+        # (the engine computes both branches of if() for every row: the costly one sees '' but where needed)
+        t = f"trimBoth(if({odd}, {text}, ''))"
         fraction = f"trimRight(extract({t}, '[.]([0-9]*)'), '0')"  # its digits past the point, but 0s
         exponent = f"if(match({t}, '[eE]'), toInt64OrNull(extract({t}, '[eE]([-+]?[0-9]+)$')), 0)"
         value = f"accurateCastOrNull(toString(toDecimal256OrNull({t}, 0)), {quote_str(inner)})"
-        whole = f"if({exponent} BETWEEN length({fraction}) AND 40, {value}, NULL)"
-        return f"if(match({text}, '^[ ]*[-+]?([0-9]+[.eE]|[.][0-9])'), {whole}, {plain})"
+        number = f"isNotNull(toFloat64OrNull({t}))"  # (`.` alone is no number; its Decimal is 0)
+        whole = f"if(bitAnd({exponent} BETWEEN length({fraction}) AND 40, {number}), {value}, NULL)"
+        return f"if({odd}, {whole}, {plain})"
     if inner.startswith(("Float", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     temporal = temporal_parts(text, inner)
