@@ -168,6 +168,7 @@ class Loader:
         try:
             if unit.size == 0:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
+            self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)
             if unit.fmt.format in ("CSV", "TSV") and self.table.header_names(unit):

@@ -114,6 +114,11 @@ class Source(Protocol):
         """Told after `units` committed (Kafka commits its group's offsets for information)."""
         ...
 
+    def verify(self, unit: Unit) -> None:
+        """Raise SourceError where `unit`'s bytes are known not to be whole before a row is read
+        (a local zstd or LZ4 file cut short, which the engine's readers would load in part)."""
+        ...
+
     def extra_provenance_columns(self) -> list[tuple[str, str]]:
         """Provenance columns this source adds to the four (a Kafka message's key): (name, type)."""
         ...
@@ -138,6 +143,9 @@ class SourceBase:
         return None
 
     def unit_done(self, units: list[Unit]) -> None:
+        return None
+
+    def verify(self, unit: Unit) -> None:
         return None
 
     def extra_provenance_columns(self) -> list[tuple[str, str]]:

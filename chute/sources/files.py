@@ -21,6 +21,7 @@ from chute.sources.base import (
     provenance_by_path,
     table_function,
 )
+from chute.sources.frames import CutShort, check_frames
 from chute.sources.ranges import SPLIT_FORMATS, range_url, split_points
 from chute.sql import quote_str
 from chute.units import Unit
@@ -229,6 +230,16 @@ class FileSource(SourceBase, EngineRowNumbers):
         location = [quote_str(f"{directory}/{{{','.join(names)}}}")]
         call = table_function("file", location, fmt_name or fmt.format, structure, fmt.compression)
         return call, provenance_by_path("_path", [u.key for u in units], units)
+
+    def verify(self, unit: Unit) -> None:
+        try:
+            check_frames(unit.source_name, unit.fmt.compression)
+        except CutShort as exc:
+            raise SourceError(
+                f"{unit.key}: the {unit.fmt.compression} file is cut short or damaged ({exc}); nothing of it was loaded"
+            ) from None
+        except OSError as exc:
+            raise SourceError(f"{unit.key}: {exc.strerror}") from None
 
     def unchanged(self, unit: Unit) -> bool:
         try:

@@ -51,6 +51,33 @@ def outcome(report: chute.LoadReport) -> dict[str, tuple[str, int]]:
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
+@pytest.mark.parametrize("compression", ["zst", "lz4"])
+def test_a_zstd_or_lz4_file_cut_short_fails_alone_and_loads_once_whole(
+    tmp_path: Path, dest: str, compression: str
+) -> None:
+    """The engine's zstd and LZ4 readers stopped quietly at the cut: half the rows loaded, exit 0,
+    and the ledger said done. The frames are walked first now: the file fails, naming why."""
+    import lz4.frame
+    import zstandard
+
+    pack = zstandard.ZstdCompressor().compress if compression == "zst" else lz4.frame.compress
+    data = tmp_path / "in"
+    data.mkdir()
+    cut = pack(b"id,val\n" + b"".join(b"%d,v%d\n" % (i, i) for i in range(1, 100_001)))
+    (data / f"cut.csv.{compression}").write_bytes(cut[: len(cut) // 2])
+    (data / f"whole.csv.{compression}").write_bytes(pack(b"id,val\n1,a\n2,b\n"))
+    report = chute.load([str(data)], table="t", target=dest)
+    assert not report.ok
+    assert outcome(report) == {f"cut.csv.{compression}": ("failed", 0), f"whole.csv.{compression}": ("loaded", 2)}
+    error = next(f.error for f in report.files if f.state == "failed")
+    assert "cut short" in error and "\n" not in error, error
+    assert rows(dest, "SELECT count() FROM t") == [["2"]]
+    (data / f"cut.csv.{compression}").write_bytes(cut)
+    again = chute.load([str(data)], table="t", target=dest)
+    assert again.ok and again.rows_loaded == 100_000
+    assert rows(dest, "SELECT count(), uniqExact(id) FROM t") == [["100002", "100000"]]
+
+
 def test_csv_not_utf8_loads_its_bytes(tmp_path: Path, dest: str) -> None:
     data = {"a.csv": b"3,caf\xe9\n4,ok\n", "b.csv": b"1,x\n2,y\n"}
     for name, content in data.items():
