@@ -171,8 +171,11 @@ class Loader:
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)
-            if unit.fmt.format in ("CSV", "TSV") and self.table.header_names(unit):
-                self.ctx.named.add(unit.key)
+            if unit.fmt.format in ("CSV", "TSV"):
+                if self.table.header_names(unit):
+                    self.ctx.named.add(unit.key)
+                else:
+                    self.table.refuse_unknown_header_fields(unit)
         except ChuteError as exc:
             fail(self.ctx, unit, str(exc), plan)
             return False

@@ -383,6 +383,20 @@ class TableSetup:
             self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
         return named
 
+    def refuse_unknown_header_fields(self, unit: Unit) -> None:
+        """A first line that names table columns and others too: the engine would read it as a
+        header and drop the others' values without a word. An error naming them, as for JSON."""
+        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        fields = self.head(unit).fields(delimiter)
+        known = {c.name for c in self.ctx.input_columns()}
+        named = [f for f in fields if f in known]
+        if not named or 2 * len(named) < len(fields):
+            return  # (data, or a header of another table: the read says what does not fit)
+        extra = ", ".join(f for f in fields if f not in known)
+        raise SchemaError(
+            f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
+        )
+
     def _redefine_distributed(self, cluster: str, settings: Settings | None) -> None:
         """A Distributed table takes the columns of its shards' tables: made again on every node
         (18.16 takes no ALTER ... ON CLUSTER of a Distributed table over replicated shards)."""

@@ -48,6 +48,25 @@ def outcome(report: chute.LoadReport) -> dict[str, tuple[str, int]]:
     return {os.path.basename(f.source): (f.state, f.rows_loaded) for f in report.files}
 
 
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_header_field_the_table_lacks_is_an_error_not_a_dropped_column(tmp_path: Path, dest: str, fmt: str) -> None:
+    """A header naming table columns and one more: the engine read it by name and dropped the
+    extra column's values, exit 0. Now the file fails naming the field, as a JSON one does;
+    with --add-columns the column is added and its values load."""
+    sep = "," if fmt == "csv" else "\t"
+    first, extra = tmp_path / f"first.{fmt}", tmp_path / f"extra.{fmt}"
+    first.write_text(f"id{sep}val\n1{sep}a\n")
+    extra.write_text(f"val{sep}id{sep}extra\nb{sep}2{sep}9\nc{sep}3{sep}10\n")
+    assert chute.load([str(first)], table="t", target=dest).ok
+    report = chute.load([str(extra)], table="t", target=dest)
+    assert outcome(report) == {f"extra.{fmt}": ("failed", 0)}
+    assert "input fields not in table t: extra (use --add-columns" in report.files[0].error
+    added = chute.load([str(extra)], table="t", target=dest, options=chute.LoadOptions(add_columns=True))
+    assert added.ok and added.rows_loaded == 2, [f.error for f in added.files]
+    got = rows(dest, "SELECT id, val, extra FROM t ORDER BY id")
+    assert got == [["1", "a", "0"], ["2", "b", "9"], ["3", "c", "10"]]
+
+
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
