@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from chute.errors import UsageError
 
@@ -108,3 +108,11 @@ def closing_bracket(text: str, at: int) -> int | None:
         if depth == 1 and text[i] in ")]":
             return i
     return None
+
+
+def sources_filter(sources: Sequence[str], loads: Sequence[str] = ()) -> str:
+    """WHERE of the rows of `sources` (by `_source`), of the loads `loads` only when given."""
+    where = f"_source IN ({', '.join(quote_str(s) for s in sources)})"
+    if loads:
+        where += f" AND _load_id IN ({', '.join(quote_str(x) for x in loads)})"
+    return where

@@ -209,9 +209,10 @@ class Claims:
             with contextlib.suppress(ChuteError):
                 self._insert(pairs, "released")
 
-    def guard(self) -> None:
+    def guard(self, local_only: bool = False) -> None:
         """Raise ClaimLost unless every claim this worker holds is live, in this process's
-        clock (renewed in time) and in the server's (lease_end still ahead of now())."""
+        clock (renewed in time) and, unless `local_only`, in the server's (lease_end still
+        ahead of now())."""
         with self._lock:
             held = dict(self._held)
         if not held:
@@ -220,6 +221,8 @@ class Claims:
         late = sorted(unit for (unit, _), until in held.items() if until <= now)
         if late:
             raise ClaimLost(f"{late[0]}: the claim on it could not be renewed in time; another worker may load it")
+        if local_only:
+            return
         tokens = sorted({token for _, token in held})
         rows = self._rows(
             f"SELECT unit, token FROM {self.name.sql} WHERE `table` = {quote_str(str(self.table))} "

@@ -8,13 +8,13 @@ a parallel parse are exactly 1..n (mended where one gap is off by one).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
 from chute.load.context import LoadContext
 from chute.load.values import strip_wrappers
 from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, quote_ident, quote_str, sources_filter
 from chute.targets.staging import CommitCheck
 from chute.units import Unit
 
@@ -198,21 +198,29 @@ class Commit:
     # -- repair ---------------------------------------------------------------
 
     def remove_rows(self, units: list[Unit]) -> None:
-        """Remove what earlier attempts left of these units (rows and rejects)."""
+        """Remove what earlier attempts left of these units (rows and rejects).
+
+        Only the rows of loads the ledger names for the units are removed, read before this
+        worker's claims are checked once more: a worker that wins a unit after this one's lease
+        ended writes its rows under a load the list cannot hold, so this delete, however late
+        it reaches the server, never takes them (docs/concurrency.md)."""
         ctx = self.ctx
+        loads = sorted({*ctx.ledger.load_ids(units), ctx.load_id})
+        if ctx.claims is not None:
+            ctx.claims.guard()
         files = [u.key for u in units if not u.is_range]
         if files:
-            ctx.target.delete_sources(ctx.table, files)
+            ctx.target.delete_sources(ctx.table, files, loads)
             for key in files:
-                ctx.rejects.clear(key)
+                ctx.rejects.clear(key, loads)
         for unit in units:
             if unit.is_range:
-                self._remove_range(unit)
+                self._remove_range(unit, loads)
 
-    def _remove_range(self, unit: Unit) -> None:
+    def _remove_range(self, unit: Unit, loads: Sequence[str]) -> None:
         """This range's rows and those of any later range of the file: they load in order."""
         ctx = self.ctx
-        where = f"_source = {quote_str(unit.origin)} AND _source_row > {ctx.row_offsets.get(unit.key, 0)}"
+        where = f"{sources_filter([unit.origin], loads)} AND _source_row > {ctx.row_offsets.get(unit.key, 0)}"
         tables = [ctx.table, ctx.rejects.name] if ctx.rejects.exists() else [ctx.table]
         for table in tables:
             # A mutation costs even when it matches nothing: look first.

@@ -108,6 +108,25 @@ class Ledger:
             self._last_seq[unit] = max(self._last_seq.get(unit, 0), entry.seq)
         return found
 
+    def load_ids(self, units: Sequence[Unit]) -> list[str]:
+        """Every load the ledger names for `units` (for a byte range: for any range of its file).
+        Only their rows may be an earlier attempt's: a repair deletes those and no others, so a
+        repair that reaches the server late cannot take the rows of a worker that loaded the
+        unit after it (chute.load.commit.Commit.remove_rows)."""
+        keys = sorted({u.key for u in units if not u.is_range})
+        origins = sorted({u.origin for u in units if u.is_range})
+        terms = [f"unit IN ({', '.join(quote_str(k) for k in keys)})"] if keys else []
+        terms += [f"startsWith(unit, {quote_str(o)})" for o in origins]
+        if not terms:
+            return []
+        rows = self.books.rows(
+            self.name,
+            f"SELECT DISTINCT load_id FROM {self.name.sql} WHERE `table` = {quote_str(str(self.table))} "
+            f"AND ({' OR '.join(terms)})",
+            context="reading the ledger",
+        )
+        return sorted(str(r["load_id"]) for r in rows)
+
     def record(
         self,
         units: Iterable[Unit],

@@ -185,6 +185,8 @@ class Loader:
         ctx = self.ctx
         if batch[0].is_range and not place_range(ctx, batch[0], plan):
             return
+        if ctx.claims is not None:
+            ctx.claims.guard(local_only=True)  # (a lapsed claim writes no `started` over another's `done`)
         ctx.ledger.record(batch, "started", ctx.load_id)
         replace = [u for u in batch if u.key in plan.replace]
         if replace and ctx.has_provenance:

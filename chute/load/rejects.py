@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chute.errors import UsageError
 from chute.load.books import Books
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, quote_ident, quote_str, sources_filter
 from chute.targets.base import Target
 
 REJECT_COLUMNS = ("_source", "_source_row", "raw", "error", "_load_id", "at")
@@ -43,14 +44,16 @@ class Rejects:
         self.books.create(self.name, body, "(_source, _source_row)", f"creating {self.name}")
         self._exists = True
 
-    def clear(self, source: str) -> None:
-        """Forget earlier rejects of a file about to be checked again (no doubles)."""
+    def clear(self, source: str, loads: Sequence[str] = ()) -> None:
+        """Forget earlier rejects of a file about to be checked again (no doubles); given
+        `loads`, those of these loads only (see Ledger.load_ids)."""
         if not self.exists():
             return
         # Deletes are costly even when they match nothing; the key makes this look-up cheap.
-        found = self.target.rows(f"SELECT count() AS n FROM {self.name.sql} WHERE _source = {quote_str(source)}")
+        where = sources_filter([source], loads)
+        found = self.target.rows(f"SELECT count() AS n FROM {self.name.sql} WHERE {where}")
         if int(found[0]["n"]):
-            self.target.delete_sources(self.name, [source])
+            self.target.delete_sources(self.name, [source], loads)
 
     def types(self) -> dict[str, str]:
         columns = self.target.table_columns(self.name) or []

@@ -85,8 +85,9 @@ class Target(Protocol):
         """Run `ALTER TABLE table <command>` (UPDATE/DELETE) and wait until it is done."""
         ...
 
-    def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
-        """Delete the rows whose `_source` is one of `sources`, and wait for it."""
+    def delete_sources(self, table: TableName, sources: Sequence[str], loads: Sequence[str] = ()) -> None:
+        """Delete the rows whose `_source` is one of `sources` (and, given `loads`, whose
+        `_load_id` is one of them), and wait for it."""
         ...
 
     def write_batch(

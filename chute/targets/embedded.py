@@ -16,7 +16,7 @@ from chute.engine import Engine, Settings, StatementResult, open_engine
 from chute.errors import UsageError
 from chute.formats import FileFormat
 from chute.schema import Column, table_columns
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, quote_ident, quote_str, sources_filter
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.units import Unit
 
@@ -100,10 +100,9 @@ class EmbeddedTarget:
         self.mutate(table, command, context)
         self.execute(f"SYSTEM STOP MERGES {table.sql}", context=context)
 
-    def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
-        keys = ", ".join(quote_str(k) for k in sources)
+    def delete_sources(self, table: TableName, sources: Sequence[str], loads: Sequence[str] = ()) -> None:
         self.execute(
-            f"DELETE FROM {table.sql} WHERE _source IN ({keys})",
+            f"DELETE FROM {table.sql} WHERE {sources_filter(sources, loads)}",
             context=f"removing earlier rows of {len(sources)} file(s)",
         )
 

@@ -27,7 +27,7 @@ from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, quote_ident, quote_str, sources_filter
 from chute.targets.cluster import Shard, ShardLayout, wait_for_replicas
 from chute.targets.rawpost import passes_through, post_file, server_settings
 from chute.targets.retries import retrying
@@ -209,9 +209,9 @@ class ServerTarget:
         self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
         self._wait_for_mutations(table, context)
 
-    def delete_sources(self, table: TableName, sources: Sequence[str]) -> None:
-        keys = ", ".join(quote_str(k) for k in sources)
-        self.mutate(table, f"DELETE WHERE _source IN ({keys})", f"removing earlier rows of {len(sources)} file(s)")
+    def delete_sources(self, table: TableName, sources: Sequence[str], loads: Sequence[str] = ()) -> None:
+        where = sources_filter(sources, loads)
+        self.mutate(table, f"DELETE WHERE {where}", f"removing earlier rows of {len(sources)} file(s)")
 
     def _wait_for_mutations(self, table: TableName, context: str) -> None:
         """Servers before 20.1 run mutations in the background: poll until done."""

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from chute.formats import FileFormat
 from chute.load.claims import CLAIMS_TABLE, ClaimLost, Claims
-from chute.load.ledger import LEDGER_TABLE
+from chute.load.ledger import LEDGER_TABLE, Ledger
 from chute.sql import TableName, quote_str
 from chute.targets.server import ServerTarget
 from chute.targets.staging import STAGE_PREFIX, Stage
+from chute.units import Unit
 
 from .servers import ClickHouseServer
 from .test_server import _make_files
@@ -217,6 +219,41 @@ def test_a_dead_remote_workers_lease_runs_out_then_its_unit_is_repaired(
     assert waited >= 2.5, waited  # the live claim was respected until its lease ended
     assert json.loads(run.stdout)["rows_loaded"] == ROWS  # then repaired and loaded once
     _assert_exactly_once(clickhouse_server, url, files=6, reloads=1)
+
+
+def test_a_repair_that_reaches_the_server_late_takes_no_later_workers_rows(
+    tmp_path: Path, clickhouse_server: ClickHouseServer
+) -> None:
+    """Worker A sends the repair DELETE of an interrupted file, then its network stalls past its
+    lease; worker B takes the file over, loads it and writes `done`; A's DELETE lands after that.
+    It deleted B's rows (by `_source`), the ledger said done and re-runs skipped the file. The
+    repair now takes only the rows of the loads the ledger named before A's claim was checked."""
+    data = tmp_path / "data"
+    _make_files(data, files=3, rows=ROWS)
+    url = _fresh(clickhouse_server, "late")
+    database = url.rsplit("/", 1)[1]
+    subprocess.run(_load(data, url), check=True, capture_output=True)
+    victim = str(data / "p001.json.gz")
+    # A worker died loading the file again: some of its rows are in, the ledger says `started`.
+    columns = "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 'ev'"
+    names = _q(clickhouse_server, url, columns)
+    select = ", ".join("'dead'" if n == "_load_id" else f"`{n}`" for n in names)  # (18.16 has no REPLACE)
+    clickhouse_server.query(
+        f"INSERT INTO ev SELECT {select} FROM ev WHERE _source = {quote_str(victim)} LIMIT 500", database=database
+    )
+    clickhouse_server.query(
+        f"INSERT INTO {LEDGER_TABLE} SELECT `table`, unit, identity, size, mtime, 'started', 0, 0, 'dead', '', at, "
+        f"seq + 1000000000000 FROM {LEDGER_TABLE} WHERE unit = {quote_str(victim)}",
+        database=database,
+    )
+    target = _server_target(url)
+    unit = Unit(victim, 0, 0, FileFormat("JSONEachRow", "gzip"))
+    stale_loads = Ledger(target, TableName(None, "ev")).load_ids([unit])  # worker A, before its stall
+    assert "dead" in stale_loads
+    run = subprocess.run(_load(data, url), capture_output=True, text=True, check=True)  # worker B
+    assert json.loads(run.stdout)["rows_loaded"] == ROWS
+    target.delete_sources(TableName(None, "ev"), [victim], stale_loads)  # A's DELETE, landing late
+    _assert_exactly_once(clickhouse_server, url, files=3, reloads=1)
 
 
 def test_a_live_claim_is_respected_until_released(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
