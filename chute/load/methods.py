@@ -20,7 +20,7 @@ from chute.load.context import LoadContext
 from chute.load.missing import watched
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
-from chute.load.values import binary_read, checked
+from chute.load.values import binary_read, checked, strip_wrappers
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -148,13 +148,19 @@ class Methods:
 
     def unchecked_by_server(self, unit: Unit) -> list[str]:
         """Columns whose values a server parsing the text itself would change without a word
-        (wrapped integers, rolled-over dates: chute.load.values.checked); chute's own read checks them."""
+        (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
+        26.7: Capabilities.precise_floats); chute's own read checks them."""
         if not unit.fmt.is_text:
             if typed_checks(unit, self.ctx.target.capabilities):
                 return []
             fmt = unit.fmt.format
             return [c.name for c in self.ctx.input_columns() if binary_read(c.name, c.type, fmt) is not None]
-        return [c.name for c in self.ctx.input_columns() if checked(c.type)]
+        floats = not self.ctx.target.capabilities.precise_floats
+        return [
+            c.name
+            for c in self.ctx.input_columns()
+            if checked(c.type) or (floats and strip_wrappers(c.type)[0] in ("Float32", "Float64"))
+        ]
 
     def server_parses(self, unit: Unit, method: str) -> bool:
         """May the server parse `unit`'s text itself? Asked for (--method {method}): yes, with a

@@ -37,7 +37,7 @@ from chute.load.posts import Posts
 from chute.remote.http import retry
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import unreplicated
-from chute.targets.staging import ATTACH_PER_STATEMENT, NO_DEDUPLICATION, copying_in, stage_name
+from chute.targets.staging import ATTACH_PER_STATEMENT, NO_DEDUPLICATION, copying_in, execute_ddl, stage_name
 from chute.units import Unit
 
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
@@ -347,7 +347,7 @@ class ServerParse:
             with lock:
                 stages[unit.key] = into
             for statement in self.create_stage(into, unit):
-                ctx.target.execute(statement, context=unit.key)
+                execute_ddl(ctx.target, statement, unit.key)
 
         def unmake(unit: Unit) -> None:
             with lock:

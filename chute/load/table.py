@@ -100,6 +100,12 @@ class TableSetup:
                 table_meta(ctx.target, TableName(local.database or ctx.table.database, local.table)) if local else None
             )
             meta = local_meta or meta
+        if meta is not None and "MergeTree" not in str(meta["engine"]) and meta["engine"] != "Distributed":
+            raise UsageError(
+                f"table {ctx.table} is a {meta['engine']} table: chute loads exactly once only into MergeTree "
+                "tables (and Distributed tables over them), whose parts it can stage, count and take out "
+                "again after a crash; load into a MergeTree table (materialized views on it can feed others)"
+            )
         ctx.set_info(
             stageable=stageable,
             # Old servers have no sorting_key column: the whole DDL then stands in (cautious).

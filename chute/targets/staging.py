@@ -114,6 +114,18 @@ _STAGE_SUFFIX = re.compile(r"^[0-9a-f]{12}(?:_[0-9a-f]{8})?$")
 for one of `t_x`."""
 
 
+def execute_ddl(db: _Sql, sql: str, context: str) -> None:
+    """A stage's DDL. 18.16 refuses to create a table with LowCardinality columns (`[44] ...
+    LowCardinality type is not allowed`) unless the query allows the then experimental type, a
+    setting later servers no longer know: so it is sent only after that refusal."""
+    try:
+        db.execute(sql, context=context)
+    except ChuteError as exc:
+        if "LowCardinality" not in str(exc) or exc.code != 44:
+            raise
+        db.execute(sql, {"allow_experimental_low_cardinality_type": 1}, context=context)
+
+
 def stage_name(target: TableName, owner: str = "") -> str:
     """`_chute_stage_<table>_<owner>_<random>` (`<random>` alone without an owner)."""
     if owner:
@@ -185,7 +197,7 @@ class Stage:
             plain = unreplicated(str(engine[0]["engine_full"]))
             self.replicated = plain is not None
             how = f" ENGINE = {plain}" if plain is not None else ""
-            self.db.execute(f"CREATE TABLE {self.table.sql} AS {self.target.sql}{how}", context=self.context)
+            execute_ddl(self.db, f"CREATE TABLE {self.table.sql} AS {self.target.sql}{how}", self.context)
             if self.swap_if_empty:
                 target_ddl, stage_ddl = self._definition(self.target), self._definition(self.table)
                 self.target_ddl = target_ddl if target_ddl is not None and target_ddl == stage_ddl else None

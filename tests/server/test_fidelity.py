@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,42 @@ def test_a_header_field_the_table_lacks_is_an_error_not_a_dropped_column(tmp_pat
     assert added.ok and added.rows_loaded == 2, [f.error for f in added.files]
     got = rows(dest, "SELECT id, val, extra FROM t ORDER BY id")
     assert got == [["1", "a", "0"], ["2", "b", "9"], ["3", "c", "10"]]
+
+
+@pytest.mark.parametrize("engine", ["Log", "Memory"])
+def test_a_table_chute_cannot_stage_or_repair_is_refused_in_one_line(tmp_path: Path, dest: str, engine: str) -> None:
+    """Into a Log or Memory table the report said 0 rows loaded while the rows were in, and after
+    a kill every re-run failed ("Mutations are not supported by storage Log"). Such a table is
+    refused before anything is written, saying why and what to load into instead."""
+    create = f"CREATE TABLE t (id UInt32, v String) ENGINE = {engine}"
+    server_query(dest, create) if "://" in dest else open_engine(dest).execute(create)
+    (tmp_path / "a.csv").write_text("id,v\n1,a\n2,b\n")
+    with pytest.raises(chute.UsageError) as caught:
+        chute.load([str(tmp_path / "a.csv")], table="t", target=dest)
+    assert f"table t is a {engine} table" in str(caught.value) and "MergeTree" in str(caught.value)
+    assert rows(dest, "SELECT count() FROM t") == [["0"]]
+
+
+def test_an_18_16_table_with_low_cardinality_columns_loads(tmp_path: Path, server_url: str) -> None:
+    """18.16 refuses to make a stage like such a table unless the query allows the (then
+    experimental) type: every file failed with "[44] ... LowCardinality type is not allowed"."""
+    base, database = server_url.rsplit("/", 1)
+    create = (
+        "CREATE TABLE t (id UInt32, v LowCardinality(String), _source String, _source_mtime DateTime, "
+        "_source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id"
+    )
+    params = urllib.parse.urlencode({"database": database, "allow_experimental_low_cardinality_type": 1})
+    urllib.request.urlopen(urllib.request.Request(f"{base}/?{params}", data=create.encode()), timeout=60).read()
+    (tmp_path / "a.csv").write_text("id,v\n1,a\n2,b\n3,a\n")
+    (tmp_path / "b.json").write_text('{"id": 4, "v": "c"}\n')
+    for method in ("client-convert", "server-parse"):
+        report = chute.load([str(tmp_path)], table="t", target=server_url, options=chute.LoadOptions(method=method))
+        assert report.ok, [f.error for f in report.files]
+        server_query(server_url, "TRUNCATE TABLE t")
+        server_query(server_url, "TRUNCATE TABLE _chute_ledger")
+    report = chute.load([str(tmp_path)], table="t", target=server_url)
+    assert report.ok and report.rows_loaded == 4
+    assert rows(server_url, "SELECT id, v FROM t ORDER BY id") == [["1", "a"], ["2", "b"], ["3", "a"], ["4", "c"]]
 
 
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------

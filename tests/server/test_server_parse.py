@@ -170,6 +170,24 @@ def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouse
         chute.load([str(data)], table="t", target=url, options=chute.LoadOptions(method="server-parse", spare="server"))
 
 
+def test_auto_reads_floats_here_where_the_server_parses_them_off_by_an_ulp(
+    tmp_path: Path, clickhouse_server: ClickHouseServer
+) -> None:
+    """18.16 parses `1.68` as 1.6800000000000002 and `6.56` as 6.5600000000000005 (its fast float
+    parser; exact in input formats from 26.7). auto let it parse Float64 columns: values changed
+    without a word. Now auto reads them here, exactly; --method server-parse still may, with a note."""
+    data = tmp_path / "floats"
+    data.mkdir()
+    _write_lines(data / "f.json.gz", [json.dumps({"k": f"r{j}", "x": [1.68, 6.56][j % 2]}) for j in range(100)])
+    url = _fresh(clickhouse_server, "floats")
+    report = chute.load([str(data)], table="t", target=url)
+    assert report.ok and report.methods == {"client-convert": 1}, report.method_why
+    assert "x" in " ".join(report.notes)
+    assert _rows(url, "SELECT countIf(x IN (1.68, 6.56)), count() FROM t") == [["100", "100"]]
+    asked = chute.load([str(data)], table="t2", target=url, options=chute.LoadOptions(method="server-parse"))
+    assert asked.methods == {"server-parse": 1} and any("--method server-parse" in n for n in asked.notes)
+
+
 def test_workers_share_a_server_parse_job(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
     data = tmp_path / "data"
     _make_files(data, files=40, rows=2000)
