@@ -53,7 +53,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         provenance=not args.no_provenance,
         add_columns=args.add_columns,
         on_change=args.on_change,
-        batch_bytes=max(1, args.batch_mb) * 2**20,
+        batch_bytes=int(args.batch_mb * 2**20),
         password_file=args.password_file,
         insecure=args.insecure,
         connections=args.connections,

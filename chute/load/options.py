@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from chute.errors import UsageError
 from chute.load.claims import DEFAULT_LEASE_SECONDS
 
 ON_CHANGE = ("skip", "reload", "error")
@@ -36,6 +37,10 @@ def default_memory_limit() -> int:
     except OSError:
         pass
     return max(256 * 2**20, total // 4)
+
+
+MIN_MEMORY_LIMIT = 64 * 2**20
+MIN_SPLIT_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,23 @@ class LoadOptions:
     about this size, each its own unit (resumable mid-file, memory bounded by the range).
     Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB, at most 512 MiB), and no split into a partitioned
     table (every range would add a part to each partition it touches); 0: never split."""
+
+    def __post_init__(self) -> None:
+        """Numbers that cannot work are refused at once, in one line (not by a traceback later)."""
+        least = {
+            "--workers": (self.workers, 1, 1, ""),
+            "--connections": (self.connections, 1, 1, ""),
+            "batch_files": (self.batch_files, 1, 1, ""),
+            "--batch-mb": (self.batch_bytes, 2**20, 1, "MB"),
+            "--lease-seconds": (self.lease_seconds, 1, 3, ""),
+            "--memory-limit": (self.memory_limit, 2**20, MIN_MEMORY_LIMIT, "MB"),
+        }
+        for flag, (value, unit, low, suffix) in least.items():
+            if value is not None and value < low:
+                shown = f"{value / unit:.3g}{suffix}" if suffix else str(value)
+                raise UsageError(f"{flag} must be at least {max(1, low // unit)}{suffix}, not {shown}")
+        if self.split_bytes is not None and self.split_bytes != 0 and self.split_bytes < MIN_SPLIT_BYTES:
+            raise UsageError(f"--split-size must be 0 (never split) or at least 4KB, not {self.split_bytes} bytes")
 
     def range_bytes(self, partitioned: bool) -> int | None:
         if self.split_bytes == 0 or (self.split_bytes is None and partitioned):

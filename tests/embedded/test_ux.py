@@ -309,3 +309,26 @@ def test_a_working_directory_named_with_glob_characters(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout)["rows_loaded"] == 2
         assert (folder / "db").is_dir()
+
+
+def test_numbers_that_cannot_work_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    """`--workers -3` ended in three tracebacks (max_workers must be greater than 0); `--split-size 1`
+    planned one-byte ranges for minutes; `--batch-mb 0`, `--memory-limit 1` and `--lease-seconds -1`
+    were taken without a word. Each is refused at once, naming the option."""
+    (tmp_path / "a.csv").write_text("a\n1\n")
+    target = str(tmp_path / "db")
+    for flag, value in [
+        ("--workers", "-3"),
+        ("--workers", "0"),
+        ("--connections", "0"),
+        ("--batch-mb", "0"),
+        ("--memory-limit", "1"),
+        ("--lease-seconds", "-1"),
+        ("--split-size", "1"),
+    ]:
+        done = run("load", str(tmp_path / "a.csv"), "--table", "t", "--target", target, flag, value)
+        assert done.returncode == 2, (flag, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and flag in lines[0] and "Traceback" not in done.stderr, (flag, done.stderr)
+        as_json = run("load", str(tmp_path / "a.csv"), "--table", "t", "--target", target, flag, value, "--json")
+        assert as_json.returncode == 2 and json.loads(as_json.stdout)["ok"] is False
