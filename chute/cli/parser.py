@@ -149,7 +149,7 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     _target_options(p, TARGET_HELP)
     p.add_argument("--connections", type=int, default=2, help="parallel connections to a server (default 2)")
     p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
-    p.add_argument("--compression", help="gzip, zstd, bz2, xz, lz4, none (default: by extension)")
+    p.add_argument("--compression", help="gzip, zstd, xz, lz4, none (default: by extension; bz2 files fail: no reader)")
     p.add_argument("--delimiter", help="CSV field delimiter, one character")
     p.add_argument("--workers", type=int, help="engine threads (default: the cores this process may use)")
     p.add_argument(

@@ -168,6 +168,11 @@ class Loader:
         try:
             if unit.size == 0:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
+            if unit.fmt.compression == "bz2":
+                raise SourceError(
+                    f"{unit.key}: bzip2 files cannot be read: the embedded engine has no bzip2 reader; "
+                    "decompress it (bunzip2) or recompress it (zstd, gzip, xz)"
+                )
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)

@@ -105,6 +105,16 @@ def test_an_18_16_table_with_low_cardinality_columns_loads(tmp_path: Path, serve
     assert rows(server_url, "SELECT id, v FROM t ORDER BY id") == [["1", "a"], ["2", "b"], ["3", "a"], ["4", "c"]]
 
 
+def test_a_bz2_file_fails_alone_saying_why(tmp_path: Path, dest: str) -> None:
+    import bz2
+
+    (tmp_path / "a.csv.bz2").write_bytes(bz2.compress(b"id,v\n1,a\n"))
+    (tmp_path / "b.csv").write_text("id,v\n2,b\n")
+    report = chute.load([str(tmp_path)], table="t", target=dest)
+    assert outcome(report) == {"a.csv.bz2": ("failed", 0), "b.csv": ("loaded", 1)}
+    assert "no bzip2 reader" in next(f.error for f in report.files if f.state == "failed")
+
+
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
