@@ -209,13 +209,23 @@ class Commit:
         if ctx.claims is not None:
             ctx.claims.guard()
         files = [u.key for u in units if not u.is_range]
-        if files:
+        if files and not self._none_left(files, loads):
             ctx.target.delete_sources(ctx.table, files, loads)
-            for key in files:
-                ctx.rejects.clear(key, loads)
+        for key in files:
+            ctx.rejects.clear(key, loads)
         for unit in units:
             if unit.is_range:
                 self._remove_range(unit, loads)
+
+    def _none_left(self, files: list[str], loads: Sequence[str]) -> bool:
+        """Units of a dropped table (the table made anew for this load): a count, not a
+        mutation, which costs even when it matches nothing. Only for them: elsewhere a
+        count could read a replica that lags behind the write it is to undo."""
+        ctx = self.ctx
+        if not all(getattr(ctx.ledger_latest.get(f), "state", "") == "dropped" for f in files):
+            return False
+        where = sources_filter(files, loads)
+        return int(ctx.target.rows(f"SELECT count() AS n FROM {ctx.table.sql} WHERE {where}")[0]["n"]) == 0
 
     def _remove_range(self, unit: Unit, loads: Sequence[str]) -> None:
         """This range's rows and those of any later range of the file: they load in order."""

@@ -108,6 +108,29 @@ class Ledger:
             self._last_seq[unit] = max(self._last_seq.get(unit, 0), entry.seq)
         return found
 
+    def forget_dropped_table(self, load_id: str) -> int:
+        """The table is not there, yet the ledger has units loaded into it: it was dropped, and
+        those rows went with it. Each such unit gets a `dropped` row (loaded again, as an
+        interrupted one is); how many. One INSERT ... SELECT, so other workers see all or none."""
+        where = f"`table` = {quote_str(str(self.table))}"
+        found = self.books.rows(
+            self.name,
+            f"SELECT count() AS n FROM (SELECT unit FROM {self.name.sql} WHERE {where} GROUP BY unit "
+            "HAVING argMax(state, seq) != 'dropped')",
+            context="reading the ledger",
+        )
+        count = int(found[0]["n"])
+        if count:
+            self.books.insert(
+                self.name,
+                f"INSERT INTO {self.name.sql} SELECT `table`, unit, argMax(identity, seq), argMax(size, seq), "
+                f"argMax(mtime, seq), 'dropped', 0, 0, {quote_str(load_id)}, 'the table was not there', "
+                f"{self._time(time.time_ns())}, max(seq) + 1 FROM {self.name.sql} WHERE {where} GROUP BY `table`, unit "
+                "HAVING argMax(state, seq) != 'dropped'",
+                "writing the ledger",
+            )
+        return count
+
     def load_ids(self, units: Sequence[Unit]) -> list[str]:
         """Every load the ledger names for `units` (for a byte range: for any range of its file).
         Only their rows may be an earlier attempt's: a repair deletes those and no others, so a

@@ -33,7 +33,7 @@ from chute.load.table import SELF_DESCRIBING, TableSetup
 from chute.load.tolerant_pass import TolerantPass
 from chute.load.writer import Writer
 from chute.report import LoadReport
-from chute.sql import quote_ident
+from chute.sql import quote_ident, quote_str
 from chute.units import Unit
 
 PARSED_LANES = 3
@@ -82,6 +82,14 @@ class Loader:
         else:
             ctx.target.prepare(ctx.table)
         ctx.ledger_latest = ctx.ledger.latest() if latest is None else latest
+        if ctx.meta is None and any(e.state != "dropped" for e in ctx.ledger_latest.values()):
+            forgotten = ctx.ledger.forget_dropped_table(ctx.load_id)
+            if forgotten:
+                ctx.report.notes.append(
+                    f"table {ctx.table} was not there, yet the ledger had {forgotten} unit(s) loaded into it "
+                    "(a dropped table): they load again"
+                )
+            ctx.ledger_latest = ctx.ledger.latest()
         for unit in units:
             if unit.is_range:
                 ctx.ranges_of.setdefault(unit.origin, []).append(unit)
@@ -97,7 +105,25 @@ class Loader:
             ctx.target.settle(ctx.table)  # every replica has the rows before the report says so
         if table_there:
             ctx.report.table_rows, ctx.report.table_bytes_on_disk = ctx.target.table_stats(ctx.table)
+            self._note_emptied()
         return ctx.report
+
+    def _note_emptied(self) -> None:
+        """A table with no rows whose ledger says files were loaded into it: truncated, most
+        likely. Rows can also go by TTL or a user's DELETE, so the files are not loaded again
+        unasked: a note says how."""
+        ctx = self.ctx
+        loaded = [r for r in ctx.report.files if r.state == "skipped" and self._rows_loaded(r.source)]
+        if ctx.report.table_rows == 0 and loaded:
+            ctx.report.notes.append(
+                f"table {ctx.table} holds no rows, yet the ledger says {len(loaded)} skipped file(s) were "
+                "loaded into it (was it truncated?); to load them again, forget them first: "
+                f"ALTER TABLE {ctx.ledger.name.sql} DELETE WHERE `table` = {quote_str(str(ctx.table))}"
+            )
+
+    def _rows_loaded(self, key: str) -> int:
+        entry = self.ctx.ledger_latest.get(key)
+        return entry.rows_loaded if entry is not None else 0
 
     # -- batches --------------------------------------------------------------
 

@@ -115,6 +115,24 @@ def test_a_bz2_file_fails_alone_saying_why(tmp_path: Path, dest: str) -> None:
     assert "no bzip2 reader" in next(f.error for f in report.files if f.state == "failed")
 
 
+def test_a_dropped_table_is_filled_again_and_a_truncated_one_is_told(tmp_path: Path, dest: str) -> None:
+    """After DROP TABLE the same load skipped every file (the ledger said done), exit 0, and the
+    table was not even made again. Now the units of a table that is not there load again. An
+    emptied table (TRUNCATE, or TTL) is not refilled unasked: a note says how."""
+    sql = (lambda q: server_query(dest, q)) if "://" in dest else (lambda q: open_engine(dest).execute(q))
+    (tmp_path / "a.csv").write_text("id,v\n1,a\n2,b\n")
+    (tmp_path / "b.csv").write_text("id,v\n3,c\n")
+    assert chute.load([str(tmp_path)], table="t", target=dest).rows_loaded == 3
+    sql("DROP TABLE t")
+    again = chute.load([str(tmp_path)], table="t", target=dest)
+    assert again.ok and again.rows_loaded == 3 and any("was not there" in n for n in again.notes), again.notes
+    assert rows(dest, "SELECT count(), uniqExact(_source, _source_row) FROM t") == [["3", "3"]]
+    assert chute.load([str(tmp_path)], table="t", target=dest).rows_loaded == 0
+    sql("TRUNCATE TABLE t")
+    told = chute.load([str(tmp_path)], table="t", target=dest)
+    assert told.ok and told.rows_loaded == 0 and any("holds no rows" in n for n in told.notes), told.notes
+
+
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
