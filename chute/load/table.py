@@ -202,6 +202,14 @@ class TableSetup:
             columns = self._with_later_fields(unit, columns, readable[at + 1 :], sampled)
             if unit.fmt.format == "Parquet":
                 columns = self._parquet_nullability(columns, sampled)
+            if unit.fmt.format in ("CSV", "TSV") and all(
+                re.fullmatch(r"c\d+", c.name) and c.type in ("String", "Nullable(String)") for c in columns
+            ):
+                self.ctx.report.notes.append(
+                    f"{unit.key}: every column is text, so no header line could be told from the rows: the first "
+                    "line loads as a row and the columns are named c1, c2, ...; if it names the columns, create "
+                    "the table with those names first (a header matching the table is then read as one)"
+                )
             return self._created(self._inferred_ddl(unit, columns), on_ddl)
         if last_error is not None:
             raise last_error

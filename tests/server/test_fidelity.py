@@ -133,6 +133,19 @@ def test_a_dropped_table_is_filled_again_and_a_truncated_one_is_told(tmp_path: P
     assert told.ok and told.rows_loaded == 0 and any("holds no rows" in n for n in told.notes), told.notes
 
 
+def test_an_all_text_csv_says_its_first_line_loads_as_a_row(tmp_path: Path, dest: str) -> None:
+    """Every column text: a header cannot be told from the rows by type. Guessing could drop a
+    real row, so the first line loads as a row, and the report says so and how to name them."""
+    (tmp_path / "people.csv").write_text("name,city\nalice,paris\nbob,rome\n")
+    report = chute.load([str(tmp_path / "people.csv")], table="p", target=dest)
+    assert report.ok and report.rows_loaded == 3
+    assert any("no header line could be told" in n for n in report.notes), report.notes
+    create = "CREATE TABLE q (name String, city String) ENGINE = MergeTree ORDER BY tuple()"
+    server_query(dest, create) if "://" in dest else open_engine(dest).execute(create)
+    named = chute.load([str(tmp_path / "people.csv")], table="q", target=dest)
+    assert named.ok and named.rows_loaded == 2 and not any("no header" in n for n in named.notes)
+
+
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
