@@ -132,6 +132,11 @@ class TableSetup:
         try:
             columns = describe(engine, expression, context, sample_rows, settings)
             if unit.fmt.format in ("CSV", "TSV"):
+                if columns and columns[0].name.startswith("\ufeff"):
+                    # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
+                    # name, its header detection then fails on the line: the header is read as one.
+                    columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+                    expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
                 columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
             return columns
         except ChuteError:

@@ -146,6 +146,16 @@ def test_an_all_text_csv_says_its_first_line_loads_as_a_row(tmp_path: Path, dest
     assert named.ok and named.rows_loaded == 2 and not any("no header" in n for n in named.notes)
 
 
+def test_a_csv_with_a_utf8_bom_makes_its_table(tmp_path: Path, dest: str) -> None:
+    """Excel's "CSV UTF-8" starts with a BOM: the engine kept it in the first inferred name and then
+    failed on the header line, so no table could be made (a long engine message)."""
+    (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbfid,val\n1,a\n2,b\n")
+    report = chute.load([str(tmp_path / "excel.csv")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    assert columns(dest) == [("id", "Int64"), ("val", "String")] or [n for n, _ in columns(dest)] == ["id", "val"]
+    assert rows(dest, "SELECT id, val, _source_row FROM t ORDER BY id") == [["1", "a", "1"], ["2", "b", "2"]]
+
+
 # -- 1. text that is not UTF-8, files that are not text -----------------------------------
 
 
