@@ -309,8 +309,8 @@ class Loader:
             if plan.results[unit.key].state == "loaded":
                 self.methods.ran([unit], "client-convert", "bad rows: read here and checked record by record")
         except ChuteError as careful_exc:
-            if not careful_exc.terminal:
-                raise
+            if not careful_exc.terminal and (self.ctx.is_server() or "://" not in unit.key):
+                raise  # (into this process's engine, a network failure is the remote source's: it fails alone)
             # The careful pass could not read it either (truncated archive, I/O): the first error says most,
             # unless the file is not text at all.
             fail(self.ctx, unit, f"{unit.key}: {careful_exc}" if isinstance(careful_exc, NotText) else str(exc), plan)

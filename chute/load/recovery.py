@@ -72,6 +72,10 @@ class Recovery:
         A full disk is no row's fault: one file goes up at once; a batch is tried a
         file at a time (an insert reserves room for its whole block), never row by row.
         """
+        if not exc.terminal and not self.ctx.is_server() and all("://" in u.key for u in batch):
+            # The target is this process's engine: a network failure is the source's (a URL that
+            # cuts its body each time). Its unit fails alone; the batch's others still load.
+            exc = SourceError(str(exc))
         full = isinstance(exc, OutOfSpace)
         if not exc.terminal or (full and len(batch) == 1):
             return Decision(Step.RAISE, error=exc)

@@ -1,5 +1,5 @@
 """A static HTTP file server on loopback (HEAD, GET, Range, ETag, Last-Modified,
-Basic auth under /private/), for the URL source and server-side reads."""
+Basic auth under /private/, bodies cut half-way under /cut/), for the URL source and server-side reads."""
 
 from __future__ import annotations
 
@@ -51,7 +51,11 @@ class FileHandler(BaseHTTPRequestHandler):
         for name, value in {**headers, "Content-Length": str(len(data))}.items():
             self.send_header(name, value)
         self.end_headers()
-        if body:
+        if body and self.path.startswith("/cut/"):
+            # A body cut half-way on every GET (full Content-Length, then the connection closes).
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
+        elif body:
             self.wfile.write(data)
 
     def _serve(self, body: bool) -> None:
