@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +44,21 @@ pages back within a second, not five, so the process's RSS follows what the engi
 (a 7 M-row Parquet load under --memory-limit 1GB: 0.7 GiB peak instead of 0.75-1 GiB)."""
 
 
+USER_ERROR_CODES = frozenset({81, 192, 193, 194, 516})
+"""Server answers about what the user gave (no such database, unknown user, wrong password,
+authentication failed): exit code 2, as a wrong path or option."""
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM ends a load as Ctrl-C does (one line, and a JSON object under --json), not silently."""
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # (not the main thread: leave it as it is)
+        signal.signal(signal.SIGTERM, interrupted)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if "chdb" not in sys.modules:  # the command owns its process; a user's setting wins
         os.environ.setdefault("JE_MALLOC_CONF", ALLOCATOR_CONF)
@@ -72,10 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChuteError as exc:
         if args.debug:
             raise
-        code = EXIT_USAGE if isinstance(exc, (UsageError, SourceError)) else EXIT_FAILED
-        return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)))
+        told = isinstance(exc, (UsageError, SourceError)) or exc.code in USER_ERROR_CODES
+        return _fail(str(exc), EXIT_USAGE if told else EXIT_FAILED, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
-        print("chute: interrupted; re-run the same command to finish the load", file=sys.stderr)
+        message = "interrupted; re-run the same command to finish the load"
+        _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
 
 
@@ -89,6 +106,7 @@ def _fail(message: str, code: int, as_json: bool) -> int:
 
 def entry() -> None:
     lean_engine_import()
+    _interrupt_on_sigterm()
     code = main()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the

@@ -332,3 +332,28 @@ def test_numbers_that_cannot_work_are_one_line_and_exit_2(tmp_path: Path) -> Non
         assert len(lines) == 1 and flag in lines[0] and "Traceback" not in done.stderr, (flag, done.stderr)
         as_json = run("load", str(tmp_path / "a.csv"), "--table", "t", "--target", target, flag, value, "--json")
         assert as_json.returncode == 2 and json.loads(as_json.stdout)["ok"] is False
+
+
+def test_sigterm_is_one_line_and_a_json_object(tmp_path: Path) -> None:
+    """SIGTERM (a scheduler stopping the job) ended the load without a word, and `--json` printed
+    nothing; it now ends as Ctrl-C does: one line, exit 130, and the JSON object."""
+    import signal
+    import time
+
+    data = tmp_path / "in"
+    data.mkdir()
+    for i in range(40):
+        (data / f"f{i:02d}.csv").write_text("id,v\n" + "".join(f"{j},{'x' * 40}\n" for j in range(40_000)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chute", "load", str(data), "-t", "t", "--target", str(tmp_path / "db"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        return  # (finished before the signal on a fast machine: nothing to see)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["ok"] is False and "interrupted" in err and "Traceback" not in err

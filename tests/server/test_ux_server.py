@@ -94,3 +94,21 @@ def test_setup_steps_on_a_server_survive_dropped_connections(
         assert report.ok and report.rows_loaded == 2 and proxy.dropped == 8
     finally:
         proxy.close()
+
+
+def test_a_wrong_password_or_database_is_exit_2(tmp_path: Path, server_url: str) -> None:
+    """The README promises exit code 2 for a bad password; a server's "Wrong password" was 1."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.csv").write_text("id\n1\n")
+    host = server_url.split("://", 1)[1]
+    for target in (f"http://default:wrong-Pa55@{host}", f"http://{host.rsplit('/', 1)[0]}/no_such_db_x"):
+        done = subprocess.run(
+            [sys.executable, "-m", "chute", "load", str(tmp_path / "a.csv"), "-t", "t", "--target", target],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "wrong-Pa55" not in done.stderr + done.stdout

@@ -1,0 +1,5 @@
+"""`python -m chute`: the chute command."""
+
+from chute.cli import entry
+
+entry()
