@@ -29,6 +29,10 @@ def quote_str(value: str) -> str:
     return f"'{escaped}'"
 
 
+MAX_NAME = 180
+"""Longest database or table name chute takes (see TableName.parse)."""
+
+
 class TableName:
     """A validated `[db.]table` name with its quoted SQL form."""
 
@@ -46,6 +50,10 @@ class TableName:
             raise UsageError(
                 f"invalid table name {text!r}: use letters, digits and underscores, as `table` or `db.table`"
             )
+        if any(len(p) > MAX_NAME for p in parts):
+            # Tables are directories and files named after them (and chute's stages add ~40 bytes):
+            # past the file system's 255 bytes the server fails with its own C++ message.
+            raise UsageError(f"table name too long ({max(len(p) for p in parts)} characters; at most {MAX_NAME})")
         if len(parts) == 2:
             return cls(parts[0], parts[1])
         return cls(None, parts[0])

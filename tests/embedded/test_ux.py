@@ -191,6 +191,8 @@ def test_odd_table_names_are_refused_with_one_line(tmp_path: Path) -> None:
     assert theirs.stderr.count("\n") == 1
     other = run("load", str(data), "-t", "v_rejects", "--target", db, "-q")  # no table v: an ordinary name
     assert other.returncode == 0, other.stderr
+    long = run("load", str(data), "-t", "t" * 300, "--target", db)  # (the file system's C++ error, exit 1)
+    assert long.returncode == 2 and long.stderr == "chute: error: table name too long (300 characters; at most 180)\n"
 
 
 def test_scratch_copies_are_private_and_a_dead_run_s_are_removed(tmp_path: Path) -> None:
