@@ -180,7 +180,7 @@ def test_password_never_printed(tmp_path: Path, clickhouse_server: ClickHouseSer
     env_proc = run_cli("query", "SELECT 42", env=env)
     assert env_proc.returncode == 0 and env_proc.stdout.strip() == "42"
     env_proc = run_cli("query", "SELECT 42", env={**env, "CLICKHOUSE_PASSWORD": "wrong-" + TEST_PASSWORD})
-    assert env_proc.returncode == 1 and "Wrong password for user chute_test" in env_proc.stderr
+    assert env_proc.returncode == 2 and "Wrong password for user chute_test" in env_proc.stderr
     assert TEST_PASSWORD not in env_proc.stderr
 
 
