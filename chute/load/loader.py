@@ -89,7 +89,7 @@ class Loader:
                     f"table {ctx.table} was not there, yet the ledger had {forgotten} unit(s) loaded into it "
                     "(a dropped table): they load again"
                 )
-            ctx.ledger_latest = ctx.ledger.latest()
+                ctx.ledger_latest = ctx.ledger.latest()
         for unit in units:
             if unit.is_range:
                 ctx.ranges_of.setdefault(unit.origin, []).append(unit)
@@ -202,11 +202,8 @@ class Loader:
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)
-            if unit.fmt.format in ("CSV", "TSV"):
-                if self.table.header_names(unit):
-                    self.ctx.named.add(unit.key)
-                else:
-                    self.table.refuse_unknown_header_fields(unit)
+            if unit.fmt.format in ("CSV", "TSV") and self.table.header_names(unit):
+                self.ctx.named.add(unit.key)
         except ChuteError as exc:
             fail(self.ctx, unit, str(exc), plan)
             return False
@@ -309,8 +306,8 @@ class Loader:
             if plan.results[unit.key].state == "loaded":
                 self.methods.ran([unit], "client-convert", "bad rows: read here and checked record by record")
         except ChuteError as careful_exc:
-            if not careful_exc.terminal and (self.ctx.is_server() or "://" not in unit.key):
-                raise  # (into this process's engine, a network failure is the remote source's: it fails alone)
+            if not careful_exc.terminal and not self.recovery.source_failed([unit], careful_exc):
+                raise
             # The careful pass could not read it either (truncated archive, I/O): the first error says most,
             # unless the file is not text at all.
             fail(self.ctx, unit, f"{unit.key}: {careful_exc}" if isinstance(careful_exc, NotText) else str(exc), plan)

@@ -72,9 +72,7 @@ class Recovery:
         A full disk is no row's fault: one file goes up at once; a batch is tried a
         file at a time (an insert reserves room for its whole block), never row by row.
         """
-        if not exc.terminal and not self.ctx.is_server() and all("://" in u.key for u in batch):
-            # The target is this process's engine: a network failure is the source's (a URL that
-            # cuts its body each time). Its unit fails alone; the batch's others still load.
+        if self.source_failed(batch, exc):
             exc = SourceError(str(exc))
         full = isinstance(exc, OutOfSpace)
         if not exc.terminal or (full and len(batch) == 1):
@@ -87,6 +85,11 @@ class Recovery:
         if len(batch) > 1:
             return Decision(Step.SPLIT, error=exc)
         return Decision(Step.ALONE, batch[0], exc)
+
+    def source_failed(self, units: list[Unit], exc: ChuteError) -> bool:
+        """A network failure reading remote units into this process's engine: the source's (a URL
+        that cuts its body each time), not the target's; its unit fails alone, the others load."""
+        return not exc.terminal and not self.ctx.is_server() and all("://" in u.key for u in units)
 
     def for_unit(self, unit: Unit, exc: ChuteError) -> Decision:
         """A file the fast path could not load: a careful pass if it is text, else it fails."""

@@ -371,50 +371,28 @@ class TableSetup:
             )
         return names
 
-    def precheck(self, unit: Unit, plan: Plan) -> bool:
-        """Per-file checks that need no row parsing; a failure marks the unit failed."""
-        result = plan.results[unit.key]
-        try:
-            if unit.size == 0:
-                raise SourceError(f"{unit.key}: empty file (0 bytes)")
-            if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
-                self.check_fields(unit)
-            if unit.fmt.format in ("CSV", "TSV") and self.header_names(unit):
-                self.ctx.named.add(unit.key)
-        except ChuteError as exc:
-            result.state = "failed"
-            result.error = str(exc)
-            self.ctx.ledger.record([unit], "failed", self.ctx.load_id, errors={unit.key: str(exc)})
-            return False
-        return True
-
     def header_names(self, unit: Unit) -> bool:
-        """A first line naming table columns: read as CSVWithNames (faster than detecting)."""
-        head = self.head(unit)
-        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
-        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
-        fields = head.fields(delimiter)
-        named = bool(fields) and set(fields) <= {c.name for c in self.ctx.input_columns()}
-        if named:
-            sample = self.ctx.target.engine.rows(
-                f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
-            )
-            self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
-        return named
+        """A first line naming table columns: read as CSVWithNames (faster than detecting).
 
-    def refuse_unknown_header_fields(self, unit: Unit) -> None:
-        """A first line that names table columns and others too: the engine would read it as a
-        header and drop the others' values without a word. An error naming them, as for JSON."""
+        A first line that names table columns and others too raises SchemaError naming the
+        others, as for JSON: the engine would read it as a header and drop their values."""
         delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         fields = self.head(unit).fields(delimiter)
         known = {c.name for c in self.ctx.input_columns()}
-        named = [f for f in fields if f in known]
-        if not named or 2 * len(named) < len(fields):
-            return  # (data, or a header of another table: the read says what does not fit)
-        extra = ", ".join(f for f in fields if f not in known)
-        raise SchemaError(
-            f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
+        if not fields or not set(fields) <= known:
+            named = [f for f in fields if f in known]
+            if named and 2 * len(named) >= len(fields):
+                extra = ", ".join(f for f in fields if f not in known)
+                raise SchemaError(
+                    f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
+                )
+            return False  # (data, or a header of another table: the read says what does not fit)
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        sample = self.ctx.target.engine.rows(
+            f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
         )
+        self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
+        return True
 
     def _redefine_distributed(self, cluster: str, settings: Settings | None) -> None:
         """A Distributed table takes the columns of its shards' tables: made again on every node
