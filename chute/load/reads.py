@@ -196,7 +196,9 @@ class Reads:
         UNION ALL of those. Written per unit, the engine analysed 20 copies of the checks: 1.5 CPU-s
         for a 20-file batch, as much as reading a third of its rows."""
         flags: list[tuple[int, str]] | None = [] if count_missing else None
-        read_as, exprs, fits = self.typed_columns(units[0], True, flags, probe and not count_missing)
+        # Integers read wide: a whole number written `1e2` is refused, skipped, and sends the
+        # batch to the careful pass (TolerantPass._keep_rejects); text reads cost every row.
+        read_as, exprs, fits = self.typed_columns(units[0], True, flags, probe and not count_missing, False)
         raw = [quote_ident(c.name) for c in read_as]
         reads = []
         for unit in units:
@@ -215,12 +217,18 @@ class Reads:
         return f"SELECT {', '.join(exprs)} FROM ({' UNION ALL '.join(reads)}) AS {INPUT_ALIAS}"
 
     def typed_columns(
-        self, unit: Unit, flag_unfit: bool = False, flags: list[tuple[int, str]] | None = None, probe: bool = False
+        self,
+        unit: Unit,
+        flag_unfit: bool = False,
+        flags: list[tuple[int, str]] | None = None,
+        probe: bool = False,
+        whole_numbers: bool | None = None,
     ) -> tuple[list[Column], list[str], list[str]]:
         """The structure to read the input with, the SELECT's column expressions, and (with
         `flag_unfit`: expressions that never fail) the conditions that the values fit. With
         `flags`, watched columns (chute.load.missing) are read Nullable, their NULL taken as
-        the default, and (column index, SQL: the value is missing) added to `flags`."""
+        the default, and (column index, SQL: the value is missing) added to `flags`.
+        `whole_numbers` (default: `flag_unfit`): see values.fast_read."""
         inputs = self.ctx.input_columns()
         fmt = unit.fmt.format
         json = fmt == "JSONEachRow"
@@ -230,7 +238,8 @@ class Reads:
         for i, col in enumerate(inputs):
             watch = flags is not None and watched(col, fmt)
             ident = quote_ident(col.name)
-            fast = self.checked_read(unit, col, counted=watch, whole_numbers=flag_unfit)
+            whole = flag_unfit if whole_numbers is None else whole_numbers
+            fast = self.checked_read(unit, col, counted=watch, whole_numbers=whole)
             if watch and flags is not None:
                 if fast is None or fast.read_as.startswith("Nullable("):
                     flags.append((i, f"isNull({INPUT_ALIAS}.{ident})"))
