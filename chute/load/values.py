@@ -405,7 +405,13 @@ def decimal_conversion(text: str, inner: str) -> str:
     plain = f"trimBoth({text})"
     extra_digits = f"match({plain}, '^[-+]?[0-9]*\\\\.[0-9]{{{scale}}}[0-9]*[1-9]')"
     exponent = f"match({plain}, '[eE]')"
-    whole = f"abs(toFloat64({value})) >= 1e{precision - scale}"
+    # Compared as decimals: 99999999999999.9999 fits Decimal(18, 4), yet its Float64 is 1e14.
+    digits = precision - scale
+    whole = (
+        f"abs({value}) >= toDecimal256('1{'0' * digits}', 0)"
+        if digits < 76  # (10^76 is past Decimal256: compared as a float there)
+        else f"abs(toFloat64({value})) > 1e{digits}"
+    )
     exact_exponent = f"toFloat64OrNull({plain}) = toFloat64({value})"
     return f"if({extra_digits} OR {whole} OR ({exponent} AND NOT {exact_exponent}), NULL, {value})"
 

@@ -332,3 +332,34 @@ def test_json_whole_numbers_with_a_point_or_exponent_load_whatever_else_the_file
             ["5", "column a: 1.5 does not fit Int32"],
             ["6", "column b: 1e-40 does not fit Int64"],
         ]
+
+
+# (column type, values at the very edge of what it holds: each must load unchanged)
+EDGES = [
+    ("Decimal(18, 4)", ["99999999999999.9999", "-99999999999999.9999", "0.0001"]),
+    ("Decimal(38, 10)", ["9999999999999999999999999999.9999999999", "-9999999999999999999999999999.9999999999"]),
+    ("Decimal(9, 2)", ["9999999.99", "-9999999.99"]),
+    ("Decimal(4, 4)", ["0.9999", "-0.9999"]),
+    ("Int8", ["-128", "127"]),
+    ("UInt64", ["18446744073709551615", "0"]),
+    ("Int64", ["-9223372036854775808", "9223372036854775807"]),
+]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("case", range(len(EDGES)), ids=[t for t, _ in EDGES])
+def test_values_at_the_edge_of_their_type_load_unchanged(tmp_path: Path, dest: str, fmt: str, case: int) -> None:
+    """99999999999999.9999 fits Decimal(18, 4): it was rejected, its Float64 being 1e14."""
+    type_sql, edges = EDGES[case]
+    execute(
+        dest,
+        f"CREATE TABLE t (id UInt32, c {type_sql}, _source String, _source_row UInt64) ENGINE = MergeTree ORDER BY id",
+    )
+    path = tmp_path / f"edges.{fmt}"
+    if fmt == "csv":
+        path.write_text("".join(f"{i},{v}\n" for i, v in enumerate(edges, 1)))
+    else:
+        path.write_text("".join(f'{{"id": {i}, "c": "{v}"}}\n' for i, v in enumerate(edges, 1)))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (len(edges), 0), [f.error for f in report.files]
+    assert [r[0] for r in rows(dest, "SELECT c FROM t ORDER BY id")] == edges
