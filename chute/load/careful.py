@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from chute.engine import Engine
 from chute.load.missing import INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
 from chute.load.values import (
+    array_element,
     bad_conditions,
     conversion,
     default_of,
@@ -78,7 +79,7 @@ class CheckedRows:
                 elif read_as_text(c.type):
                     # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
-                    missing = "NULL" if nullable else default_of(inner)
+                    missing = "NULL" if nullable else "'[]'" if array_element(inner) else default_of(inner)
                     value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:

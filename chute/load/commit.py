@@ -121,12 +121,20 @@ class Commit:
         The engine reads an unclosed quote in the last field as a field that ends with
         the file: no error, the lines after it gone. Only then is the last record's text
         field several lines long; only then is the file read again, to count its quotes
-        (odd: one is never closed). The cost on clean files is one scan of `_source_row`.
+        (odd: one is never closed). The cost on clean files is one scan of `_source_row`;
+        without provenance, one scan of the text columns.
         """
         ctx = self.ctx
         texts = [c.name for c in ctx.input_columns() if strip_wrappers(c.type)[0] == "String"]
         units = {u.source_name: u for u in batch if u.fmt.format == "CSV"}
-        if not ctx.fill_provenance or not texts or not units:
+        if not texts or not units or not ctx.info.stageable:
+            return
+        multiline = " OR ".join(f"position({quote_ident(n)}, '\\n') > 0" for n in texts)
+        if not ctx.fill_provenance:
+            # No row numbers to find each file's last record by: any text over several lines
+            # in the batch has its files' quotes counted.
+            some = ctx.target.rows(f"SELECT 1 AS __chute_found FROM {stage.sql} WHERE {multiline} LIMIT 1")
+            self._count_quotes(list(units.values()) if some else [])
             return
         names = ", ".join(quote_str(n) for n in units)
         last = ctx.target.rows(
@@ -136,12 +144,16 @@ class Commit:
             return
         rows = ", ".join(str(int(got["r"])) for got in last)
         pairs = ", ".join(f"({quote_str(str(got['s']))}, {int(got['r'])})" for got in last)
-        multiline = " OR ".join(f"position({quote_ident(n)}, '\\n') > 0" for n in texts)
         # PREWHERE on the row number: the text columns are read for the last rows alone.
         where = f"PREWHERE _source_row IN ({rows}) WHERE (_source, _source_row) IN ({pairs}) AND ({multiline})"
-        found = ctx.target.rows(f"SELECT DISTINCT _source AS s FROM {stage.sql} {where}") if ctx.info.stageable else []
-        for got in found:
-            unit = units[str(got["s"])]
+        # (An alias no column has: `AS s` named the file, not the column `s`, in the WHERE.)
+        query = f"SELECT DISTINCT _source AS __chute_source FROM {stage.sql} {where}"
+        self._count_quotes([units[str(got["__chute_source"])] for got in ctx.target.rows(query)])
+
+    def _count_quotes(self, units: list[Unit]) -> None:
+        """OpenQuote where a unit's quotes are odd in number: one is never closed."""
+        ctx = self.ctx
+        for unit in units:
             lines = ctx.source.table_expression(unit, "line String", "LineAsString")
             quotes = ctx.target.engine.rows(
                 f"SELECT sum(countSubstrings(line, '\"')) % 2 AS odd FROM {lines}",

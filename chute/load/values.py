@@ -44,7 +44,23 @@ def checked(type_sql: str) -> bool:
     digits past its scale, dates and times clamp or roll over (`2024-02-30`, `25:61:61`),
     and a JSON `""` is 0. Their text is read as it is and converted by `conversion`."""
     inner, _ = strip_wrappers(type_sql)
-    return bool(INT_RE.match(inner)) or inner == "Float32" or inner.startswith("Decimal") or is_temporal(type_sql)
+    return (
+        bool(INT_RE.match(inner))
+        or inner == "Float32"
+        or inner.startswith("Decimal")
+        or is_temporal(type_sql)
+        or array_element(inner) is not None
+    )
+
+
+def array_element(inner: str) -> str | None:
+    """The element type of an Array whose elements are `checked` (at any depth), else None:
+    the engine's readers wrap `[300]` into Array(UInt8) as they do a plain 300."""
+    if inner.startswith("Array(") and inner.endswith(")"):
+        element = inner[len("Array(") : -1].strip()
+        if checked(element):
+            return element
+    return None
 
 
 def read_as_text(type_sql: str) -> bool:
@@ -112,6 +128,8 @@ def fast_read(
         return None
     inner, nullable = strip_wrappers(type_sql)
     ident = quote_ident(name)
+    if array_element(inner) is not None:
+        return _array_read(ident, type_sql, json)
     missing = "NULL" if nullable else default_of(inner)
     match = None if tsv else INT_RE.match(inner)
     if match and int(match.group(1)) > 64:
@@ -158,6 +176,50 @@ def fast_read(
     )
 
 
+def _array_read(ident: str, type_sql: str, json: bool) -> FastRead:
+    """An array of checked elements, read as its text (JSON's raw array; the text format of a
+    CSV/TSV field) and converted element by element (`conversion`); a missing one is empty."""
+    conv = conversion(ident, type_sql)
+    fits = f"bitOr({text_missing(ident, json, False)}, isNotNull({conv}))"
+    value = f"ifNull({conv}, '[]')"
+    checked_value = f"if(throwIf({fits} = 0, 'a value does not fit its column') = 0, {value}, '[]')"
+    return FastRead(
+        "Nullable(String)" if json else "String",
+        f"CAST({checked_value}, {quote_str(type_sql)})",
+        f"({fits} != 0)",
+        f"CAST(if({fits}, {value}, '[]'), {quote_str(type_sql)})",
+    )
+
+
+def array_conversion(text: str, element: str, depth: int = 0) -> str:
+    """Nullable(String): the text of Array(`element`) converted exactly from `text`, NULL where
+    it is no array or an element does not fit (CAST to the array type reads it back exactly).
+
+    `text` is JSON, or the engine's text format of a CSV/TSV field, whose quotes are made JSON's
+    (checked elements are numbers, dates and times: they hold no quote). A `null` element is
+    NULL, or the element's default where it cannot be NULL, as the engine's reader has it."""
+    x = f"__e{depth}"
+    as_json = f"replaceAll(ifNull({text}, ''), {quote_str(chr(39))}, {quote_str(chr(34))})"
+    elements = f"JSONExtractArrayRaw({as_json})"
+    inner, nullable = strip_wrappers(element)
+    sub = array_element(inner)
+    if sub is not None:
+        conv = array_conversion(x, sub, depth + 1)
+        value = f"CAST(ifNull({conv}, '[]'), {quote_str(inner)})"
+    else:
+        unquoted = f"if(startsWith({x}, {quote_str(chr(34))}), JSONExtractString({x}), {x})"
+        scalar = conversion(unquoted, element)
+        assert scalar is not None
+        conv = scalar
+        value = conv if nullable else f"assumeNotNull({conv})"
+    null = "NULL" if nullable else default_of(inner)
+    fits = (
+        f"isValidJSON({as_json}) AND JSONType({as_json}) = 'Array' "
+        f"AND arrayAll({x} -> {x} = 'null' OR isNotNull({conv}), {elements})"
+    )
+    return f"if({fits}, toString(arrayMap({x} -> if({x} = 'null', {null}, {value}), {elements})), NULL)"
+
+
 def text_missing(ref: str, json: bool, nullable: bool) -> str:
     """SQL: the text of a column read as text by `fast_read` (`ref`: how the query names it) is
     missing, so the column takes its NULL or default: no key or null in JSON, an empty field
@@ -193,6 +255,8 @@ def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
     if fmt not in WIDE_READ_FORMATS or not checked(type_sql) or type_sql.startswith("LowCardinality("):
         return None
     inner, nullable = strip_wrappers(type_sql)
+    if array_element(inner) is not None:
+        return None  # (arrays of a typed file are read as they are: docs/loading.md)
     ident = quote_ident(name)
     missing = "NULL" if nullable else default_of(inner)
     message = quote_str(f"column {name}: a value does not fit {inner}")
@@ -254,6 +318,9 @@ def conversion(text: str, type_sql: str) -> str | None:
     inner, _ = strip_wrappers(type_sql)
     if inner in ("String",):
         return text
+    element = array_element(inner)
+    if element is not None:
+        return array_conversion(text, element)
     if inner.startswith("FixedString("):
         n = int(inner[len("FixedString(") : -1])
         return f"if(length({text}) <= {n}, {text}, NULL)"
@@ -439,6 +506,8 @@ def finals(columns: list[Column], texts: list[str], present: list[str], extract:
             value = extract[i]
         elif nullable:
             value = f"if({present[i]}, {conv}, NULL)"
+        elif array_element(strip_wrappers(col.type)[0]) is not None:
+            value = f"if({present[i]}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
         else:
             value = f"if({present[i]}, assumeNotNull({conv}), {default_of(strip_wrappers(col.type)[0])})"
         finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")

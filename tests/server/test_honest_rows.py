@@ -363,3 +363,64 @@ def test_values_at_the_edge_of_their_type_load_unchanged(tmp_path: Path, dest: s
     report = chute.load([str(path)], table="t", target=dest)
     assert report.ok and (report.rows_loaded, report.rows_rejected) == (len(edges), 0), [f.error for f in report.files]
     assert [r[0] for r in rows(dest, "SELECT c FROM t ORDER BY id")] == edges
+
+
+# (element type, a good array as JSON, as the table shows it, an array with an element that does not fit)
+ARRAYS = [
+    ("Int8", "[1, -128]", "[1,-128]", "[128]"),  # wraps to -128
+    ("UInt32", "[7]", "[7]", "[4294967296]"),  # wraps to 0
+    ("UInt32", "[7]", "[7]", "[18446744073709551617]"),  # wraps to 1
+    ("Decimal(9, 2)", "[1.25]", "[1.25]", "[1.999]"),  # cut to 1.99
+    ("Float32", "[1.5]", "[1.5]", "[1e39]"),  # inf
+    ("Date", '["2024-01-31"]', "['2024-01-31']", '["2024-02-30"]'),  # rolls over to March 1st
+    ("Array(UInt8)", "[[1, 2], []]", "[[1,2],[]]", "[[300]]"),  # wraps to 44
+    ("UInt8", "[1]", "[1]", "[x]"),  # no number: failed the whole CSV file
+]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("case", range(len(ARRAYS)), ids=[f"{t}:{bad}" for t, _, _, bad in ARRAYS])
+def test_an_array_element_that_does_not_fit_is_a_rejected_row(tmp_path: Path, dest: str, fmt: str, case: int) -> None:
+    """Array elements were read by the engine's own parsers: `[128]` into Array(Int8) became
+    [-128] without a word, and an unreadable element in CSV failed the whole file."""
+    element, good, shown, bad = ARRAYS[case]
+    if fmt == "jsonl" and bad == "[x]":
+        pytest.skip("not JSON: the line is a bad record anyway")
+    execute(
+        dest,
+        f"CREATE TABLE t (id UInt32, a Array({element}), _source String, _source_row UInt64) "
+        "ENGINE = MergeTree ORDER BY id",
+    )
+    values = [good] * 20 + [bad] + [good] * 5
+    path = tmp_path / f"arrays.{fmt}"
+    if fmt == "csv":
+        quoted = ['"' + v.replace('"', "'").replace("'", "'") + '"' for v in values]
+        path.write_text("".join(f"{i},{v}\n" for i, v in enumerate(quoted, 1)))
+    else:
+        path.write_text("".join(f'{{"id": {i}, "a": {v}}}\n' for i, v in enumerate(values, 1)))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (25, 1), [f.error for f in report.files]
+    assert rows(dest, "SELECT DISTINCT toString(a) FROM t") == [[shown]]
+    rejects = rows(dest, "SELECT _source_row, error FROM t_rejects")
+    assert [r[0] for r in rejects] == ["21"] and rejects[0][1].startswith("column a: "), rejects
+
+
+@pytest.mark.parametrize("new_table", [True, False])
+def test_an_unclosed_quote_in_the_last_field_named_like_the_check_s_alias(
+    tmp_path: Path, dest: str, new_table: bool
+) -> None:
+    """The check that finds a last record running to the end of the file named the file `s`,
+    and a column `s` was then read as the file's name: the lines after the quote were lost."""
+    if not new_table:
+        execute(
+            dest,
+            "CREATE TABLE t (id Int64, s String) ENGINE = MergeTree ORDER BY id",  # (no provenance)
+        )
+    path = tmp_path / "b.csv"
+    path.write_text('id,s\n1,a\n2,"unterm\n3,ok\n4,ok\n')
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 3, 1)
+    assert rows(dest, "SELECT id, s FROM t ORDER BY id") == [["1", "a"], ["3", "ok"], ["4", "ok"]]
+    if new_table:
+        assert rows(dest, "SELECT _source_row FROM t ORDER BY id") == [["1"], ["3"], ["4"]]
+    assert rows(dest, "SELECT _source_row, raw FROM t_rejects") == [["2", '2,"unterm']]
