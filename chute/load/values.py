@@ -199,7 +199,9 @@ def array_conversion(text: str, element: str, depth: int = 0) -> str:
     (checked elements are numbers, dates and times: they hold no quote). A `null` element is
     NULL, or the element's default where it cannot be NULL, as the engine's reader has it."""
     x = f"__e{depth}"
-    as_json = f"replaceAll(ifNull({text}, ''), {quote_str(chr(39))}, {quote_str(chr(34))})"
+    # (the text format writes NULL; its quotes are single)
+    quoted = f"replaceAll(ifNull({text}, ''), {quote_str(chr(39))}, {quote_str(chr(34))})"
+    as_json = f"replaceRegexpAll({quoted}, '\\\\bNULL\\\\b', 'null')"
     elements = f"JSONExtractArrayRaw({as_json})"
     inner, nullable = strip_wrappers(element)
     sub = array_element(inner)

@@ -424,3 +424,14 @@ def test_an_unclosed_quote_in_the_last_field_named_like_the_check_s_alias(
     if new_table:
         assert rows(dest, "SELECT _source_row FROM t ORDER BY id") == [["1"], ["3"], ["4"]]
     assert rows(dest, "SELECT _source_row, raw FROM t_rejects") == [["2", '2,"unterm']]
+
+
+def test_csv_nulls_of_a_nullable_string_stay_null_in_the_careful_pass(tmp_path: Path, dest: str) -> None:
+    """An empty field and `\\N` of a Nullable(String) column are NULL on the fast path; a bad row
+    elsewhere in the file (the careful pass) made them empty strings."""
+    execute(dest, "CREATE TABLE t (a Nullable(Int32), c Nullable(String)) ENGINE = MergeTree ORDER BY tuple()")
+    path = tmp_path / "n.csv"
+    path.write_text("a,c\n1,x\n2,\n3,\\N\nbad,y\n")
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (3, 1)
+    assert rows(dest, "SELECT a, isNull(c) FROM t ORDER BY a") == [["1", "0"], ["2", "1"], ["3", "1"]]
