@@ -511,7 +511,8 @@ def finals(columns: list[Column], texts: list[str], present: list[str], extract:
         elif array_element(strip_wrappers(col.type)[0]) is not None:
             value = f"if({present[i]}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
         else:
-            value = f"if({present[i]}, assumeNotNull({conv}), {default_of(strip_wrappers(col.type)[0])})"
+            # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
+            value = f"if({present[i]}, ifNull({conv}, {default_of(strip_wrappers(col.type)[0])}), {default_of(strip_wrappers(col.type)[0])})"
         finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
     return finals
 

@@ -435,3 +435,18 @@ def test_csv_nulls_of_a_nullable_string_stay_null_in_the_careful_pass(tmp_path: 
     report = chute.load([str(path)], table="t", target=dest)
     assert report.ok and (report.rows_loaded, report.rows_rejected) == (3, 1)
     assert rows(dest, "SELECT a, isNull(c) FROM t ORDER BY a") == [["1", "0"], ["2", "1"], ["3", "1"]]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_fixed_string_too_long_in_a_delimited_file_is_a_rejected_row(tmp_path: Path, dest: str, fmt: str) -> None:
+    """The careful pass took the text under the check's NULL and failed the whole file."""
+    execute(dest, "CREATE TABLE t (id UInt8, fs FixedString(2)) ENGINE = MergeTree ORDER BY id")
+    sep = "," if fmt == "csv" else "\t"
+    path = tmp_path / f"fs.{fmt}"
+    path.write_text("".join(f"{i}{sep}{v}\n" for i, v in [(1, "ab"), (2, "abc"), (3, "cd")]))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 1), [f.error for f in report.files]
+    assert rows(dest, "SELECT id, fs FROM t ORDER BY id") == [["1", "ab"], ["3", "cd"]]
+    assert rows(dest, "SELECT _source_row, error FROM t_rejects") == [
+        ["2", "column fs: abc does not fit FixedString(2)"]
+    ]
