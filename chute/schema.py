@@ -224,6 +224,46 @@ def with_null_markers(
     return [typed.get(c.name, c) for c in columns]
 
 
+_NUMBER = re.compile(r"^(Nullable\()?(U?Int\d+|Float\d+|Decimal.*)\)?$")
+_UNFAITHFUL = (
+    # a sign the number drops (`+4930`), a zero it drops (`00123`), or more digits than a Float64 keeps
+    "match({c}, '^\\\\s*([+]|-?0[0-9])') OR match({c}, '^\\\\s*-?[0-9]{{16,}}\\\\s*$')"
+)
+
+
+def with_faithful_numbers(
+    engine: Engine,
+    table_expression: str,
+    columns: list[Column],
+    context: str,
+    format_settings: Mapping[str, str | int | float] | None = None,
+    sample_rows: int | None = None,
+) -> list[Column]:
+    """`columns` of a CSV/TSV file, where a column inferred as a number holds text the number
+    would not give back (zip codes `00123`, phone numbers `+4930`, integers of more digits
+    than a Float64 keeps): that column typed String, as JSON's inference has such values."""
+    numbers = [c for c in columns if _NUMBER.match(c.type)]
+    if not numbers:
+        return columns
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
+    limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
+    tests = ", ".join(
+        f"countIf({_UNFAITHFUL.format(c=f'ifNull({quote_ident(c.name)}, {quote_str(chr(48))})')}) AS n{i}"
+        for i, c in enumerate(numbers)
+    )
+    structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in numbers)
+    found = engine.rows(
+        f"SELECT {tests} FROM (SELECT * FROM {table_expression} LIMIT {int(limit)})",
+        settings={**settings, "schema_inference_hints": structure_sql},
+        context=context,
+    )
+    text = {c.name for i, c in enumerate(numbers) if found and int(found[0][f"n{i}"])}
+    return [
+        Column(c.name, "Nullable(String)" if c.type.startswith("Nullable(") else "String") if c.name in text else c
+        for c in columns
+    ]
+
+
 def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:
     """The columns of several files in one list: every name in the order first seen; a type
     that differs between files as the engine's common type of the two (the first file's type

@@ -24,6 +24,7 @@ from chute.schema import (
     describe,
     spread,
     union_columns,
+    with_faithful_numbers,
     with_null_markers,
     with_provenance,
 )
@@ -138,6 +139,7 @@ class TableSetup:
                     columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
                     expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
                 columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+                columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
             return columns
         except ChuteError:
             if unit.fmt.format != "JSONEachRow":

@@ -512,7 +512,8 @@ def finals(columns: list[Column], texts: list[str], present: list[str], extract:
             value = f"if({present[i]}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
         else:
             # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
-            value = f"if({present[i]}, ifNull({conv}, {default_of(strip_wrappers(col.type)[0])}), {default_of(strip_wrappers(col.type)[0])})"
+            default = default_of(strip_wrappers(col.type)[0])
+            value = f"if({present[i]}, ifNull({conv}, {default}), {default})"
         finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
     return finals
 

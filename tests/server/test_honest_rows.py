@@ -450,3 +450,24 @@ def test_a_fixed_string_too_long_in_a_delimited_file_is_a_rejected_row(tmp_path:
     assert rows(dest, "SELECT _source_row, error FROM t_rejects") == [
         ["2", "column fs: abc does not fit FixedString(2)"]
     ]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_new_table_keeps_zip_codes_phone_numbers_and_long_integers_as_written(
+    tmp_path: Path, dest: str, fmt: str
+) -> None:
+    """Inferred as Int64 and Float64, `00123`, `+4930` and `99999999999999999999` were stored 123,
+    4930 and 1e20: such columns are text now; plain numbers stay numbers."""
+    sep = "," if fmt == "csv" else "\t"
+    lines = [
+        ["zip", "big", "phone", "n", "f"],
+        ["00123", "99999999999999999999", "+15551234", "5", "1.5"],
+        ["02134", "12345678901234567890123", "+4930", "0", "-0.25"],
+    ]
+    path = tmp_path / f"people.{fmt}"
+    path.write_text("".join(sep.join(line) + "\n" for line in lines))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    assert rows(dest, "SELECT zip, big, phone, toString(n), toString(f) FROM t ORDER BY _source_row") == lines[1:]
+    types = dict(rows(dest, "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 't'"))
+    assert "Int" in types["n"] and "Float" in types["f"]
