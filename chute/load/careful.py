@@ -23,6 +23,7 @@ from chute.load.values import (
     bad_conditions,
     conversion,
     default_of,
+    nested_reasons,
     range_reasons,
     read_as_text,
     read_type,
@@ -211,9 +212,19 @@ def _parse_readable(
             for c in columns
         ]
         structure = ", ".join([*read_as, "__chute_row UInt64"])
+        # A Nested structure's arrays of different lengths: left out (the engine refuses them, and
+        # the whole table with them), their reason given with the other refused records.
+        lengths = [
+            f"length(JSONExtractArrayRaw(ifNull({quote_ident(c.name)}, '')))"
+            if read_as_text(c.type)
+            else f"length({quote_ident(c.name)})"
+            for c in columns
+        ]
+        nested = nested_reasons(columns, lengths)
+        matching = f" WHERE NOT ({' OR '.join(nested[0::2])})" if nested else ""
         engine.execute(
             f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS overflow "
-            f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)})",
+            f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)}){matching}",
             settings={
                 **format_settings,
                 "input_format_skip_unknown_fields": 0,
@@ -237,6 +248,8 @@ def _json_reasons(columns: list[Column]) -> str:
         f"notEmpty(arrayFilter(k -> NOT has({names}, k), {keys})), "
         f"concat('fields not in the table: ', arrayStringConcat(arrayFilter(k -> NOT has({names}, k), {keys}), ', '))"
     ]
+    lengths = [f"length(JSONExtractArrayRaw(l.raw, {quote_str(c.name)}))" for c in columns]
+    parts += [", ".join(arm) for arm in zip(*[iter(nested_reasons(columns, lengths))] * 2, strict=True)]
     for c in columns:
         key = quote_str(c.name)
         text = f"if(JSONType(l.raw, {key}) = 'String', JSONExtractString(l.raw, {key}), JSONExtractRaw(l.raw, {key}))"

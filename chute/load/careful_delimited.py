@@ -19,6 +19,7 @@ from chute.load.values import (
     default_of,
     finals,
     multi_if,
+    nested_reasons,
     strip_wrappers,
 )
 from chute.schema import Column
@@ -145,10 +146,11 @@ def _good_records(
         for i, c in enumerate(columns)
     ]
     extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
+    nested = nested_reasons(columns, [f"length(v{i})" for i in range(len(columns))])
     return (
         f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
         f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
-        f"{multi_if(bad_conditions(columns, texts, present))} AS reason, "
+        f"{multi_if(bad_conditions(columns, texts, present) + nested)} AS reason, "
         f"{', '.join(finals(columns, texts, present, extract))}, "
         f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])} FROM {scratch.sql}"
     )

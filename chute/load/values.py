@@ -494,6 +494,29 @@ def default_of(type_sql: str) -> str:
     return f"defaultValueOfTypeName({quote_str(type_sql)})"
 
 
+def nested_groups(columns: list[Column]) -> list[list[int]]:
+    """Indexes of the array columns that share a `name.` prefix (a Nested structure): the engine
+    refuses a row whose arrays there differ in length, and with it the whole insert."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(columns):
+        if "." in c.name and strip_wrappers(c.type)[0].startswith("Array("):
+            groups.setdefault(c.name.split(".", 1)[0], []).append(i)
+    return [members for members in groups.values() if len(members) > 1]
+
+
+def nested_reasons(columns: list[Column], lengths: list[str]) -> list[str]:
+    """multiIf arms: the arrays of a Nested structure differ in length (`lengths`: SQL of
+    each column's array length)."""
+    parts = []
+    for members in nested_groups(columns):
+        first = members[0]
+        differ = " OR ".join(f"{lengths[i]} != {lengths[first]}" for i in members[1:])
+        names = ", ".join(columns[i].name for i in members)
+        structure = columns[first].name.split(".")[0]
+        parts += [differ, quote_str(f"the arrays of Nested {structure} ({names}) differ in length")]
+    return parts
+
+
 def multi_if(parts: list[str]) -> str:
     return f"multiIf({', '.join(parts)}, '')" if parts else "''"
 

@@ -7,6 +7,7 @@ are all bad, the default error budget, and dates out of their type's range.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -471,3 +472,29 @@ def test_a_new_table_keeps_zip_codes_phone_numbers_and_long_integers_as_written(
     assert rows(dest, "SELECT zip, big, phone, toString(n), toString(f) FROM t ORDER BY _source_row") == lines[1:]
     types = dict(rows(dest, "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 't'"))
     assert "Int" in types["n"] and "Float" in types["f"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_nested_row_with_arrays_of_different_lengths_is_a_rejected_row(tmp_path: Path, dest: str, fmt: str) -> None:
+    """The engine refuses such a row, and with it the whole insert: the file failed on every run."""
+    execute(dest, "CREATE TABLE t (id UInt8, n Nested(x UInt8, y String)) ENGINE = MergeTree ORDER BY id")
+    records = [(1, [1, 2], ["a", "b"]), (2, [1], ["a", "b"]), (3, [3], ["c"]), (4, [300], ["d"])]
+    path = tmp_path / f"nested.{fmt}"
+    if fmt == "csv":
+        path.write_text(
+            "id,n.x,n.y\n"
+            + "".join(f'{i},"{x}","[{",".join(repr(v) for v in y)}]"\n'.replace(" ", "") for i, x, y in records)
+        )
+    else:
+        path.write_text("".join(json.dumps({"id": i, "n.x": x, "n.y": y}) + "\n" for i, x, y in records))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 2, 2)
+    assert rows(dest, "SELECT id, toString(n.x), toString(n.y) FROM t ORDER BY id") == [
+        ["1", "[1,2]", "['a','b']"],
+        ["3", "[3]", "['c']"],
+    ]
+    errors = rows(dest, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row")
+    assert errors == [
+        ["2", "the arrays of Nested n (n.x, n.y) differ in length"],
+        ["4", "column n.x: [300] does not fit Array(UInt8)"],
+    ]
