@@ -87,8 +87,9 @@ def load(
     refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = table_meta(tgt, table_name)
     known = tuple((k, e.state) for k, e in latest.items())
+    counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
     patterns = [sources] if isinstance(sources, str) else list(sources)
-    source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta)))
+    source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
     units = source.units()
     check_cluster(opts, tgt, source, units)
     # The books' place depends on the table: where it was there already, as found above.
@@ -135,7 +136,11 @@ def _table_name(table: str) -> TableName:
 
 
 def _source_options(
-    opts: LoadOptions, target: Target, known: tuple[tuple[str, str], ...], table_partitioned: bool
+    opts: LoadOptions,
+    target: Target,
+    known: tuple[tuple[str, str], ...],
+    table_partitioned: bool,
+    counted: tuple[tuple[str, int], ...] = (),
 ) -> SourceOptions:
     exclude = [target.engine.path] if target.engine.path != MEMORY else []
     return SourceOptions(
@@ -149,4 +154,5 @@ def _source_options(
         cursor=opts.cursor,
         password_file=opts.password_file,
         loaded=known,
+        loaded_rows=counted,
     )

@@ -226,6 +226,8 @@ class SourceOptions:
     """Database sources: a file holding the password (else the URL or the usual environment variable)."""
     loaded: tuple[tuple[str, str], ...] = ()
     """(unit key, state) of every unit the ledger knows for this table: where an incremental source goes on."""
+    loaded_rows: tuple[tuple[str, int], ...] = ()
+    """(unit key, rows loaded + rejected) of the units the ledger has done: what a recount compares with."""
 
 
 def expand_braces(pattern: str) -> list[str]:

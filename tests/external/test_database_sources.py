@@ -775,3 +775,24 @@ def test_rows_added_after_planning_wait_for_the_next_run(db: Db, target: str, mo
     second = load(db.url("late", query="?rows_per_range=300"), "late", target)
     assert [(f.source.rsplit("#", 1)[1], f.rows_loaded) for f in second.files] == [("id=[1001,1101)", 100)]
     assert _engine_checksum(target, "late") == db.checksum("late")
+
+
+def test_a_row_committed_after_a_higher_key_was_loaded_is_seen(db: Db, target: str) -> None:
+    """A writer took key 1001, another committed 1002, a run loaded 1002 and went on past it; 1001
+    committed later, below every new range: it was lost without a word. The newest ranges are
+    counted again each run: their change is a note, and --on-change reload loads it."""
+    db.sql("DROP TABLE IF EXISTS late")
+    db.make_items("late", 1, 1000)
+    url = db.url("late")
+    assert load(url, "late", target).rows_loaded == 1000
+    db.make_items("late", 1002, 1002, create=False)
+    assert load(url, "late", target).rows_loaded == 1
+    quiet = load(url, "late", target)
+    assert quiet.files == [] and quiet.notes == []  # the recount found nothing new
+    db.make_items("late", 1001, 1001, create=False)  # the late commit
+    noted = load(url, "late", target)
+    assert noted.rows_loaded == 0 and any("changed since it was loaded" in n for n in noted.notes), noted.notes
+    reloaded = load(url, "late", target, LoadOptions(on_change="reload"))
+    assert reloaded.ok and reloaded.rows_loaded == 2 and reloaded.table_rows == 1002
+    assert _engine_checksum(target, "late") == db.checksum("late")
+    assert load(url, "late", target).files == []

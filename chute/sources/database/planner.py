@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from chute.errors import UsageError
@@ -28,11 +29,23 @@ def fragment_parts(fragment: str) -> dict[str, re.Match[str]]:
     return found
 
 
+RECOUNTED_RANGES = 2
+"""Done key ranges counted again each run, the newest first (see Planner._recounted)."""
+
+
 class Planner:
     """The units of one table for this run: repairs of unfinished ones, then what is new."""
 
-    def __init__(self, table: DatabaseTable, loaded: tuple[tuple[str, str], ...], now: int, parts: dict[str, Part]):
+    def __init__(
+        self,
+        table: DatabaseTable,
+        loaded: tuple[tuple[str, str], ...],
+        now: int,
+        parts: dict[str, Part],
+        loaded_rows: dict[str, int] | None = None,
+    ):
         self.table = table
+        self.loaded_rows = loaded_rows or {}
         self.now = now
         self.parts = parts
         self.base = table.url.display
@@ -50,7 +63,7 @@ class Planner:
         if self.table.cursor is not None:
             new = self._window()
         elif self.table.key is not None:
-            new = self._ranges()
+            new = self._recounted() + self._ranges()
         else:
             new = self._whole()
         return units + [u for u in new if u.key not in repaired]
@@ -102,6 +115,36 @@ class Planner:
         key = f"{self.base}#{fragment}" if fragment else self.base
         self.parts[key] = self._part(fragment_parts(fragment))
         return Unit(key=key, size=max(rows, 1), mtime_ns=self.now, fmt=self.table.fmt, etag=fragment or "table")
+
+    def _recounted(self) -> list[Unit]:
+        """The newest done ranges, counted again. A row whose key a writer took before the run
+        that loaded its range, but committed after it (1001 committed after 1002 was loaded),
+        lands below the largest key loaded: no new range covers it. Where such a range's count
+        differs from the rows the ledger has for it, it is planned again as changed (the
+        newest only: a late commit sits just below the largest key of the runs before)."""
+        newest = sorted(
+            (
+                (int(p["range"].group("b")), key)
+                for key, state, p in self.known
+                if state == "done" and "range" in p and "window" not in p and key in self.loaded_rows
+            ),
+            reverse=True,
+        )[:RECOUNTED_RANGES]
+        if not newest:
+            return []
+        t = self.table
+        fragments = [key[len(self.base) + 1 :] for _, key in newest]
+        conditions = [self._part(fragment_parts(f)).condition for f in fragments]
+        counts = ", ".join(f"countIf({c}) AS c{i}" for i, c in enumerate(conditions))
+        scope = " OR ".join(f"({c})" for c in conditions)
+        row = t.rows(f"SELECT {counts} FROM {t.url.function()}{t.raw_filter(scope)}", "counting the newest ranges")[0]
+        units = []
+        for i, (fragment, (_, key)) in enumerate(zip(fragments, newest, strict=True)):
+            now = int(row[f"c{i}"])
+            if now != self.loaded_rows[key]:
+                # (its own identity, never the one loaded: the plan sees a changed unit, --on-change)
+                units.append(dataclasses.replace(self._unit(fragment, now), etag=f"{fragment}@{now}"))
+        return units
 
     def _repairs(self) -> list[Unit]:
         """Units the ledger has as started or failed: planned again under the same key."""

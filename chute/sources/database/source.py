@@ -53,7 +53,7 @@ class DatabaseSource(SourceBase):
         units: list[Unit] = []
         for i, url in enumerate(self.urls):
             table = DatabaseTable(url, self.options, self.engine, zone)
-            planned = Planner(table, self.options.loaded, now, self.parts).plan()
+            planned = Planner(table, self.options.loaded, now, self.parts, dict(self.options.loaded_rows)).plan()
             if planned:
                 table.read_as_text(f"{quote_ident(READ_DATABASE)}.{quote_ident(f't{i}')}")
             table.streams = self._streams(table)
