@@ -468,3 +468,29 @@ def test_sasl_login_and_secrets_kept_out_of_output(broker: KafkaBroker, tmp_path
         assert message and "\n" not in message and "Traceback" not in message, message
         assert secret not in failed.stdout + failed.stderr
         assert ("refused" in message) if args[-1] == wrong else ("needs a password" in message), message
+
+
+def test_offsets_below_recorded_units_that_were_never_recorded_load_on_the_next_run(
+    broker: KafkaBroker, target: str
+) -> None:
+    """A killed run's batches start out of order (a server target spreads them for other workers),
+    so units it planned below recorded ones may never have been recorded: a re-run went on
+    from the largest offset in the ledger, and those messages were lost for good."""
+    topic = _topic(broker)
+    placed = _produce(broker, topic, _events(0, 3000))
+    assert _load(topic, broker, target).rows_loaded == 3000
+    engine = open_engine(target)
+    lowest = [
+        str(r["u"])
+        for r in engine.rows("SELECT DISTINCT unit AS u FROM _chute_ledger WHERE unit LIKE '%#offsets=[0,%'")
+    ]
+    assert len(lowest) == 3  # the first unit of each partition: as if the killed run never reached it
+    units = ", ".join("'" + u.replace("'", "\\'") + "'" for u in lowest)
+    for table in ("t", "_chute_ledger"):
+        column = "_source" if table == "t" else "unit"
+        engine.execute(f"ALTER TABLE {table} DELETE WHERE {column} IN ({units})", settings={"mutations_sync": 2})
+    assert len(_rows(target)) < 3000
+    again = _load(topic, broker, target)
+    assert again.ok and sorted(f.source for f in again.files) == sorted(lowest)
+    assert {place: row["id"] for place, row in _rows(target).items()} == {p: i for i, p in enumerate(placed)}
+    assert _load(topic, broker, target).files_total == 0

@@ -75,12 +75,15 @@ class Planner:
         redo = sorted((r for r, state, _ in entries if state != "done"), key=lambda r: r.start)
         keys = {r: k for r, _, k in entries}
         found.planned += [(r, keys[r]) for r in redo]
+        where = f"kafka://{self.spec.host}/{topic}/{partition}"
+        gaps: list[tuple[int, int]] = []
         if entries:
             position = max(r.end for r, _, _ in entries)
-            found.commit.append((topic, partition, min([r.start for r in redo], default=position)))
+            gaps = self._gaps(topic, partition, [(r.start, r.end) for r, _, _ in entries], low, high, where)
+            starts = [r.start for r in redo] + [a for a, _ in gaps]
+            found.commit.append((topic, partition, min(starts, default=position)))
         else:
             position = self.admin.start_offset(topic, partition, low, high)
-        where = f"kafka://{self.spec.host}/{topic}/{partition}"
         if position < low:
             self.notes.append(
                 f"{where}: offsets {position} to {low - 1} were deleted from the topic before they "
@@ -93,14 +96,48 @@ class Planner:
                 "(topic deleted and made again?); nothing loaded from it"
             )
             return
-        if position == high:
+        if position < high:
+            gaps.append((position, high))
+        if not gaps:
             return
-        _, sample = self.admin.probe(topic, partition, position, high)
+        _, sample = self.admin.probe(topic, partition, gaps[-1][0], gaps[-1][1])
         found.samples[(topic, partition)] = sample
         step = self._per_unit(sample)
         found.new_by_partition.append(
-            [UnitRange(self.spec.host, topic, partition, a, min(a + step, high)) for a in range(position, high, step)]
+            [
+                UnitRange(self.spec.host, topic, partition, a, min(a + step, end))
+                for start, end in gaps
+                for a in range(start, end, step)
+            ]
         )
+
+    def _gaps(
+        self, topic: str, partition: int, known: list[tuple[int, int]], low: int, high: int, where: str
+    ) -> list[tuple[int, int]]:
+        """Offsets below the ledger's largest that no unit of it covers: a killed run's batches
+        start out of order (workers sharing a job begin at a random batch), so ranges it planned
+        but never recorded can lie below recorded ones; none of their rows was written (a unit is
+        recorded as started before its rows). From where the job started (`start`; where it is
+        `latest`, the first range known) up to the largest offset known."""
+        floor = min(a for a, _ in known)
+        if self.spec.start != "latest":
+            floor = min(floor, self.admin.start_offset(topic, partition, low, high))
+        gaps = []
+        at = floor
+        for a, b in sorted(known):
+            if a > at:
+                gaps.append((at, a))
+            at = max(at, b)
+        kept = []
+        for a, b in gaps:
+            if a < low:
+                self.notes.append(
+                    f"{where}: offsets {a} to {min(b, low) - 1} were deleted from the topic before they were loaded"
+                )
+                a = low
+            if a < b:
+                kept.append((a, b))
+        return kept
 
     def _new(self, found: _Found) -> list[UnitRange]:
         """New units round-robin over partitions, so a capped run moves every partition on."""
