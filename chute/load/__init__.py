@@ -86,7 +86,10 @@ def load(
     latest = ledger.latest() if has_ledger else {}
     refuse_rejects_clash(tgt, table_name, ledger.name if has_ledger else None)
     meta = table_meta(tgt, table_name)
-    known = tuple((k, e.state) for k, e in latest.items())
+    # A table that is not there while the ledger has units in it was dropped: they load again
+    # (Loader writes their `dropped` rows), so an incremental source must plan them this run.
+    gone = meta is None
+    known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
     counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
     patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))

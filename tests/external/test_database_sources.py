@@ -796,3 +796,18 @@ def test_a_row_committed_after_a_higher_key_was_loaded_is_seen(db: Db, target: s
     assert reloaded.ok and reloaded.rows_loaded == 2 and reloaded.table_rows == 1002
     assert _engine_checksum(target, "late") == db.checksum("late")
     assert load(url, "late", target).files == []
+
+
+def test_a_dropped_table_loads_again_in_the_run_that_says_so(db: Db, target: str) -> None:
+    """The ranges were planned from the ledger before the dropped table was noticed: the run
+    said they load again and loaded nothing; the next run did."""
+    db.sql("DROP TABLE IF EXISTS dropme")
+    db.make_items("dropme", 1, 1000)
+    url = db.url("dropme")
+    assert load(url, "dropme", target).rows_loaded == 1000
+    open_engine(target).execute("DROP TABLE dropme")
+    again = load(url, "dropme", target)
+    assert again.ok and again.rows_loaded == 1000 and again.table_rows == 1000, again.notes
+    assert any("was not there" in n for n in again.notes)
+    assert _engine_checksum(target, "dropme") == db.checksum("dropme")
+    assert load(url, "dropme", target).files == []
