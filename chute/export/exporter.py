@@ -451,7 +451,10 @@ class _Exporter:
         writer: PieceWriter | None = None
         rows_counted = True
         try:
-            for chunk in engine.stream(select, stream_format, context=f"exporting partition {part.pid}"):
+            # NaN and infinities as JSON strings ("nan", "inf"), which the readers take back: as
+            # bare JSON they would be null, and a reload NULL or 0.
+            denormals = {"output_format_json_quote_denormals": 1} if stream_format == "JSONEachRow" else None
+            for chunk in engine.stream(select, stream_format, denormals, context=f"exporting partition {part.pid}"):
                 if not chunk:
                     continue
                 if writer is not None and cap is not None and writer.size >= cap:

@@ -246,3 +246,22 @@ def test_sizes_and_partition_ids() -> None:
     assert partition_id(None) == "null"
     assert partition_id("../etc") != "../etc" and "/" not in partition_id("a/b")
     assert partition_id("_hidden").startswith("h")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "tsv"])
+def test_nan_and_infinities_come_back(tmp_path: Path, target: str, fmt: str) -> None:
+    """JSON has no NaN: the engine wrote NaN and the infinities as null, and a reload made them
+    NULL, or 0 in a column that cannot be NULL."""
+    engine = open_engine(target)
+    engine.execute(
+        "CREATE TABLE src (id UInt32, f Float64, g Float32, h Nullable(Float64)) ENGINE = MergeTree ORDER BY id"
+    )
+    engine.execute(
+        "INSERT INTO src VALUES (1, nan, -inf, inf), (2, inf, nan, -inf), (3, -0., 1.5, NULL), (4, 2.5, 0, nan)"
+    )
+    dest = tmp_path / "out"
+    assert export("src", str(dest), target, ExportOptions(format=fmt)).rows_written == 4
+    loaded = chute.load(str(dest), "back", target=target, options=chute.LoadOptions(provenance=False))
+    assert loaded.ok and loaded.rows_loaded == 4, [f.error for f in loaded.files]
+    shown = "SELECT id, toString(f), toString(g), toString(h) FROM {} ORDER BY id"
+    assert engine.rows(shown.format("back")) == engine.rows(shown.format("src"))
