@@ -18,13 +18,11 @@ from dataclasses import dataclass
 
 from chute.engine import Engine
 from chute.load.missing import INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
+from chute.load.reasons import bad_conditions, nested_reasons, range_reasons
 from chute.load.values import (
     array_element,
-    bad_conditions,
     conversion,
     default_of,
-    nested_reasons,
-    range_reasons,
     read_as_text,
     read_type,
     strip_wrappers,

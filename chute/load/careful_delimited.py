@@ -14,14 +14,8 @@ import uuid
 from chute.engine import Engine
 from chute.load.careful import RAW_LIMIT, CheckedRows, materialize
 from chute.load.missing import mask_sql
-from chute.load.values import (
-    bad_conditions,
-    default_of,
-    finals,
-    multi_if,
-    nested_reasons,
-    strip_wrappers,
-)
+from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons
+from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary

@@ -20,7 +20,8 @@ from chute.load.context import LoadContext
 from chute.load.missing import watched
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
-from chute.load.values import binary_read, checked, strip_wrappers
+from chute.load.typedvalues import binary_read
+from chute.load.values import checked, strip_wrappers
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -73,7 +74,7 @@ def server_side_select(
     if not isinstance(source, ServerReadable):
         return None
     # Old servers take names in a structure string only bare (`a` would name a field "`a`").
-    # A typed file's values are read wide and cast exactly, as chute's own read does (values.binary_read).
+    # A typed file's values are read wide and cast exactly, as chute's own read does (typedvalues.binary_read).
     checks = typed_checks(unit, capabilities)
     reads = [binary_read(c.name, c.type, unit.fmt.format) if checks else None for c in inputs]
     plain = ", ".join(

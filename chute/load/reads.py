@@ -18,7 +18,16 @@ from chute.load.missing import (
     watched,
     without_nullable,
 )
-from chute.load.values import SENTINEL_TEXT, FastRead, binary_read, fast_read, read_as_text_by, text_missing
+from chute.load.typedvalues import binary_read
+from chute.load.values import (
+    SENTINEL_TEXT,
+    FastRead,
+    fast_read,
+    plus_check,
+    read_as_text_by,
+    strip_wrappers,
+    text_missing,
+)
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
@@ -262,8 +271,10 @@ class Reads:
                     if not json and read_as_text_by(fast):
                         # A field read as text takes no default where it is empty (TSV, a quoted
                         # CSV ""), yet converts to one: that fails the read as the sentinel does.
-                        missing = f"throwIf({text_missing(ident, False, False)}, {quote_str(SENTINEL_TEXT)})"
-                        value = f"CAST({value} + {missing}, {quote_str(col.type)})"
+                        inner = strip_wrappers(col.type)[0]
+                        missing = text_missing(ident, False, False)
+                        checked = plus_check(value, missing, inner, quote_str(SENTINEL_TEXT))
+                        value = f"CAST({checked}, {quote_str(col.type)})"
                 else:
                     read_as[i] = Column(col.name, fast.read_as, col.default_kind, col.default_expression)
                 exprs.append(f"{value} AS {ident}")

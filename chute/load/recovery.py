@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.outcome import told_of
-from chute.load.values import WIDE_READ_FORMATS
+from chute.load.typedvalues import WIDE_READ_FORMATS
 from chute.sources.base import CheckedValues
 from chute.units import Unit
 

@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from chute.schema import Column
 from chute.sources.base import CheckedRead
 from chute.sql import quote_ident, quote_str
 
@@ -170,10 +169,18 @@ def fast_read(
     # No if(): the conversion runs once per row, and throwIf (0 when the value fits) fails the SELECT.
     return FastRead(
         "Nullable(String)" if json or nullable else "String",
-        f"CAST({value} + throwIf({fits} = 0, 'a value does not fit its column'), {quote_str(type_sql)})",
+        f"CAST({plus_check(value, f'{fits} = 0', inner)}, {quote_str(type_sql)})",
         f"({fits} != 0)",
         f"CAST({value}, {quote_str(type_sql)})",
     )
+
+
+def plus_check(value: str, fails: str, inner: str, message: str = "'a value does not fit its column'") -> str:
+    """SQL: `value`, failing the SELECT where `fails`. A float is multiplied by 1, not added 0:
+    -0 + 0 is +0, the sign lost."""
+    if inner.startswith(("Float", "BFloat")):
+        return f"{value} * (1 - throwIf({fails}, {message}))"
+    return f"{value} + throwIf({fails}, {message})"
 
 
 def _array_read(ident: str, type_sql: str, json: bool) -> FastRead:
@@ -234,63 +241,6 @@ def text_missing(ref: str, json: bool, nullable: bool) -> str:
 def read_as_text_by(fast: FastRead | CheckedRead) -> bool:
     """Whether `fast_read` reads the column as text (else wide: an integer as Int128 or Float64)."""
     return fast.read_as in ("String", "Nullable(String)")
-
-
-WIDE_READ_FORMATS = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Native"})
-"""Typed formats whose reader takes a column as a wider type faithfully. Not Avro: its reader
-refuses Int128, gives a decimal's bytes as text and misreads timestamps as DateTime64(0)."""
-
-
-def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
-    """How the fast path reads a checked column of a typed file (Parquet, ORC, Arrow, Avro,
-    Native), or None to read it as its own type.
-
-    Read straight into a narrower column, the engine wraps integers (an Int64
-    5000000000 into UInt32 is 705032704), drops decimal digits and overflows the
-    precision, makes 1e39 a Float32 inf, and clamps dates and times to the type's
-    range. So the column is read wide (integers as Int128, Float32 as Float64,
-    Decimal as its exact text, Date as Date32, DateTime as DateTime64 in the column's
-    time zone: what the file holds is read the way it was, text or not) and cast
-    exactly; a value that does not fit fails the file, naming the column (a typed
-    file has no careful pass). Date32 and DateTime64 are as wide as a read gets:
-    read as they are; so are the columns of formats not in WIDE_READ_FORMATS."""
-    if fmt not in WIDE_READ_FORMATS or not checked(type_sql) or type_sql.startswith("LowCardinality("):
-        return None
-    inner, nullable = strip_wrappers(type_sql)
-    if array_element(inner) is not None:
-        return None  # (arrays of a typed file are read as they are: docs/loading.md)
-    ident = quote_ident(name)
-    missing = "NULL" if nullable else default_of(inner)
-    message = quote_str(f"column {name}: a value does not fit {inner}")
-
-    def wrapped(read_as: str, exact: str) -> FastRead:
-        fits = f"(isNull({ident}) OR isNotNull({exact}))"
-        value = f"if(isNull({ident}), {missing}, {exact})" if nullable else f"ifNull({exact}, {missing})"
-        strict = f"CAST({value} + throwIf(NOT {fits}, {message}), {quote_str(type_sql)})"
-        lenient = f"CAST(if({fits}, {value}, {missing}), {quote_str(type_sql)})"
-        return FastRead(f"Nullable({read_as})", strict, fits, lenient)
-
-    match = INT_RE.match(inner)
-    if match:
-        if int(match.group(1)) > 64:
-            return None
-        return wrapped("Int128", f"accurateCastOrNull({ident}, {quote_str(inner)})")
-    if inner == "Float32":
-        f32 = f"toFloat32({ident})"
-        changed = f"(isInfinite({f32}) AND NOT isInfinite({ident})) OR ({f32} = 0 AND {ident} != 0)"
-        return wrapped("Float64", f"if({changed}, NULL, {f32})")
-    if inner.startswith("Decimal"):
-        return wrapped("String", decimal_conversion(ident, inner))
-    tz = re.search(r"'([^']*)'", inner)
-    tz_arg = f", {quote_str(tz.group(1))}" if tz else ""
-    if inner == "Date":
-        lo, hi = DATE_RANGE
-        in_range = f"{ident} BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
-        return wrapped("Date32", f"if({in_range}, toDate({ident}), NULL)")
-    if inner.startswith("DateTime") and not inner.startswith("DateTime64"):
-        in_range = f"toUnixTimestamp64Second({ident}) BETWEEN 0 AND 4294967295"
-        return wrapped(f"DateTime64(0{tz_arg})", f"if({in_range}, toDateTime({ident}{tz_arg}), NULL)")
-    return None
 
 
 def _marker_read(name: str, type_sql: str, marker: str) -> FastRead | None:
@@ -492,76 +442,3 @@ def default_of(type_sql: str) -> str:
     if strip_wrappers(type_sql)[0] == "Date32":
         return "toDate32(0)"
     return f"defaultValueOfTypeName({quote_str(type_sql)})"
-
-
-def nested_groups(columns: list[Column]) -> list[list[int]]:
-    """Indexes of the array columns that share a `name.` prefix (a Nested structure): the engine
-    refuses a row whose arrays there differ in length, and with it the whole insert."""
-    groups: dict[str, list[int]] = {}
-    for i, c in enumerate(columns):
-        if "." in c.name and strip_wrappers(c.type)[0].startswith("Array("):
-            groups.setdefault(c.name.split(".", 1)[0], []).append(i)
-    return [members for members in groups.values() if len(members) > 1]
-
-
-def nested_reasons(columns: list[Column], lengths: list[str]) -> list[str]:
-    """multiIf arms: the arrays of a Nested structure differ in length (`lengths`: SQL of
-    each column's array length)."""
-    parts = []
-    for members in nested_groups(columns):
-        first = members[0]
-        differ = " OR ".join(f"{lengths[i]} != {lengths[first]}" for i in members[1:])
-        names = ", ".join(columns[i].name for i in members)
-        structure = columns[first].name.split(".")[0]
-        parts += [differ, quote_str(f"the arrays of Nested {structure} ({names}) differ in length")]
-    return parts
-
-
-def multi_if(parts: list[str]) -> str:
-    return f"multiIf({', '.join(parts)}, '')" if parts else "''"
-
-
-def finals(columns: list[Column], texts: list[str], present: list[str], extract: list[str]) -> list[str]:
-    """Converted value of each column, and the condition that it is bad."""
-    finals = []
-    for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        _, nullable = strip_wrappers(col.type)
-        if conv is None:
-            value = extract[i]
-        elif nullable:
-            value = f"if({present[i]}, {conv}, NULL)"
-        elif array_element(strip_wrappers(col.type)[0]) is not None:
-            value = f"if({present[i]}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
-        else:
-            # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
-            default = default_of(strip_wrappers(col.type)[0])
-            value = f"if({present[i]}, ifNull({conv}, {default}), {default})"
-        finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
-    return finals
-
-
-def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) -> list[str]:
-    parts = []
-    for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        if conv is None or conv == texts[i]:
-            continue
-        inner = strip_wrappers(col.type)[0]
-        shown = f"if(empty({texts[i]}), '\"\"', substring({texts[i]}, 1, 200))"
-        message = f"concat('column {col.name}: ', {shown}, {quote_str(' does not fit ' + inner)})"
-        parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
-    return parts
-
-
-def range_reasons(columns: list[Column]) -> str:
-    """SQL over a row the engine parsed with checked types as text (`read_type`): why its
-    values do not fit their columns ('' when they do)."""
-    reasons = [
-        f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
-        f"concat('column {c.name}: ', if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
-        f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
-        for c in columns
-        if read_as_text(c.type)
-    ]
-    return f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(reasons)}]), '; ')" if reasons else "''"

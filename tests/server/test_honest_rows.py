@@ -17,6 +17,7 @@ import chute
 from chute.engine import open_engine
 from chute.load.careful_delimited import UNCLOSED_QUOTE
 from chute.load.rejects import ErrorBudget
+from chute.sql import quote_str
 
 from ..harness.servers import server_query
 from . import test_fidelity
@@ -497,4 +498,26 @@ def test_a_nested_row_with_arrays_of_different_lengths_is_a_rejected_row(tmp_pat
     assert errors == [
         ["2", "the arrays of Nested n (n.x, n.y) differ in length"],
         ["4", "column n.x: [300] does not fit Array(UInt8)"],
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_negative_zero_keeps_its_sign(tmp_path: Path, dest: str, fmt: str) -> None:
+    """The exact read's check added 0 to the value: -0 + 0 is +0 (Float32 of Parquet files)."""
+    execute(dest, "CREATE TABLE t (id UInt8, f Float32, g Float64) ENGINE = MergeTree ORDER BY id")
+    path = tmp_path / f"zeros.{fmt}"
+    if fmt == "parquet":
+        open_engine(str(tmp_path / "maker")).execute(
+            f"INSERT INTO FUNCTION file({quote_str(str(path))}, 'Parquet', 'id UInt8, f Float32, g Float64') "
+            "VALUES (1, -0., -0.), (2, 1.5, 2.5)"
+        )
+    elif fmt == "jsonl":
+        path.write_text('{"id": 1, "f": -0.0, "g": -0.0}\n{"id": 2, "f": 1.5, "g": 2.5}\n')
+    else:
+        path.write_text("1,-0.0,-0.0\n2,1.5,2.5\n")
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    assert rows(dest, "SELECT id, 1 / f, 1 / g FROM t ORDER BY id") == [
+        ["1", "-inf", "-inf"],
+        ["2", "0.6666666666666666", "0.4"],
     ]
