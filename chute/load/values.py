@@ -128,7 +128,7 @@ def fast_read(
     inner, nullable = strip_wrappers(type_sql)
     ident = quote_ident(name)
     if array_element(inner) is not None:
-        return _array_read(ident, type_sql, json)
+        return _int_array_read(ident, type_sql, inner) or _array_read(ident, type_sql, json)
     missing = "NULL" if nullable else default_of(inner)
     match = None if tsv else INT_RE.match(inner)
     if match and int(match.group(1)) > 64:
@@ -181,6 +181,32 @@ def plus_check(value: str, fails: str, inner: str, message: str = "'a value does
     if inner.startswith(("Float", "BFloat")):
         return f"{value} * (1 - throwIf({fails}, {message}))"
     return f"{value} + throwIf({fails}, {message})"
+
+
+def _int_array_read(ident: str, type_sql: str, inner: str) -> FastRead | None:
+    """An array (at any depth) of integers of up to 64 bits, read with Int128 elements and cast
+    exactly, as a plain integer is (the text read of `_array_read` costs twice the load);
+    None for other elements."""
+    depth, element = 0, inner
+    while element.startswith("Array("):
+        depth, element = depth + 1, element[len("Array(") : -1].strip()
+    base, nullable = strip_wrappers(element)
+    match = INT_RE.match(base)
+    if not match or int(match.group(1)) > 64 or element.startswith("LowCardinality("):
+        return None
+    wide = "Nullable(Int128)" if nullable else "Int128"
+    for _ in range(depth):
+        wide = f"Array({wide})"
+    flat = ident if depth == 1 else f"arrayFlatten({ident})"
+    exact = f"accurateCastOrNull(x, {quote_str(base)})"
+    fits = f"arrayAll(x -> {'isNull(x) OR ' if nullable else ''}isNotNull({exact}), {flat})"
+    checked_value = f"if(throwIf(NOT {fits}, 'a value does not fit its column') = 0, {ident}, {ident})"
+    return FastRead(
+        wide,
+        f"CAST({checked_value}, {quote_str(type_sql)})",
+        fits,
+        f"if({fits}, CAST({ident}, {quote_str(type_sql)}), CAST([], {quote_str(type_sql)}))",
+    )
 
 
 def _array_read(ident: str, type_sql: str, json: bool) -> FastRead:
