@@ -277,9 +277,21 @@ class TableSetup:
         ctx.set_info(provenance_as_data=bool(clash))
         if ctx.opts.provenance:
             columns = with_provenance(columns, ctx.extra_provenance)
+        adapted = self.adapted(columns)
+        if not unit.fmt.is_text:
+            # A typed file's reader takes no Map (or JSON object) as text: such a fallback would
+            # make a table the file cannot be read into, on every run.
+            for before, after in zip(columns, adapted, strict=True):
+                as_text = after.type in ("String", "Nullable(String)") and after.type != before.type
+                if as_text and re.search(r"\b(Map|Object|Variant|Dynamic)\(|\bJSON\b", before.type):
+                    raise UsageError(
+                        f"{unit.key}: column {before.name}: {before.type} of a {unit.fmt.format} file has no "
+                        f"type on this server to be read into; create table {ctx.table} yourself, or load "
+                        "into a newer server"
+                    )
         return create_table_sql(
             ctx.table,
-            self.adapted(columns),
+            adapted,
             ctx.opts.order_by,
             ctx.opts.partition_by,
             codecs=ctx.target.capabilities.codecs and ctx.opts.provenance,
