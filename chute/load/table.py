@@ -207,7 +207,8 @@ class TableSetup:
                 continue
             sampled = [(unit, columns)]
             columns = self._with_later_fields(unit, columns, readable[at + 1 :], sampled)
-            if unit.fmt.format == "Parquet":
+            if unit.fmt.format == "Parquet" and self.ctx.source.declared_columns(unit) is None:
+                # (a manifest's types are the exact ones: never narrowed)
                 columns = self._parquet_nullability(columns, sampled)
             if unit.fmt.format in ("CSV", "TSV") and all(
                 re.fullmatch(r"c\d+", c.name) and c.type in ("String", "Nullable(String)") for c in columns

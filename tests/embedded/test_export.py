@@ -265,3 +265,16 @@ def test_nan_and_infinities_come_back(tmp_path: Path, target: str, fmt: str) -> 
     assert loaded.ok and loaded.rows_loaded == 4, [f.error for f in loaded.files]
     shown = "SELECT id, toString(f), toString(g), toString(h) FROM {} ORDER BY id"
     assert engine.rows(shown.format("back")) == engine.rows(shown.format("src"))
+
+
+def test_a_parquet_export_reloads_with_the_manifest_types(tmp_path: Path, target: str) -> None:
+    """A Nullable column without a NULL came back not Nullable: the files' statistics won over
+    the manifest."""
+    engine = open_engine(target)
+    engine.execute("CREATE TABLE src (id UInt32, g Nullable(Float32)) ENGINE = MergeTree ORDER BY id")
+    engine.execute("INSERT INTO src VALUES (1, 1.5), (2, 2.5)")
+    dest = tmp_path / "out"
+    assert export("src", str(dest), target, ExportOptions(format="parquet")).rows_written == 2
+    loaded = chute.load(str(dest), "back", target=target, options=chute.LoadOptions(provenance=False))
+    assert loaded.ok and loaded.rows_loaded == 2
+    assert engine.rows(TYPES.format(table="back")) == engine.rows(TYPES.format(table="src"))
