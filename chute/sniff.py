@@ -45,13 +45,13 @@ class Head:
 
     lines: list[bytes]
 
-    def not_text(self) -> str | None:
+    def not_text(self, nul_ok: bool = False) -> str | None:
         """What the file is when it is not text ("a Parquet file"), else None."""
         first = self.lines[0] if self.lines else b""
         for magic, kind in _MAGIC:
             if first.startswith(magic):
                 return kind
-        if any(b"\x00" in line for line in self.lines):
+        if not nul_ok and any(b"\x00" in line for line in self.lines):
             return "binary (it holds NUL bytes; UTF-16 text has them too)"
         return None
 
@@ -127,10 +127,12 @@ def read_head(engine: Engine, lines_expression: str, context: str = "") -> Head:
     return Head([line[:-1] if line.endswith(b"\r") else line for line in lines])
 
 
-def refuse_binary(engine: Engine, lines_expression: str, what: str) -> Head:
-    """The head of a file read as text; NotText when its first bytes say it is not text."""
+def refuse_binary(engine: Engine, lines_expression: str, what: str, nul_ok: bool = False) -> Head:
+    """The head of a file read as text; NotText when its first bytes say it is not text.
+    `nul_ok`: its format was given (--format, an export's manifest), so NUL bytes are text (a
+    CSV field may hold one); only a typed file's magic refuses it."""
     head = read_head(engine, lines_expression, context=f"{what}: reading its first lines")
-    kind = head.not_text()
+    kind = head.not_text(nul_ok)
     if kind:
         raise NotText(f"{what}: not text but {kind}; give its format with --format, or rename it")
     return head

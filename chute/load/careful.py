@@ -119,9 +119,11 @@ def check_json_lines(
     settings: dict[str, str | int | float],
     format_settings: dict[str, str | int | float],
     count_missing: bool = False,
+    nul_ok: bool = False,
 ) -> CheckedRows:
     """Check a JSON-lines file; a line is the unit of recovery. `count_missing`: watched columns
-    (chute.load.missing) are parsed Nullable, for `CheckedRows.good_select` to count.
+    (chute.load.missing) are parsed Nullable, for `CheckedRows.good_select` to count. `nul_ok`:
+    see sniff.refuse_binary.
 
     1. Lines that are not JSON objects are bad (cheap: one validity check).
     2. The others go, tagged with their record number, through the engine's own
@@ -129,7 +131,7 @@ def check_json_lines(
        a bad row cannot swallow its neighbour. Rows the parser skipped are the
        ones with values that do not fit; only those few get a reason in SQL.
     """
-    refuse_binary(engine, file_expression_lines, "read as JSON lines")
+    refuse_binary(engine, file_expression_lines, "read as JSON lines", nul_ok)
     scratch = uuid.uuid4().hex[:12]
     parsed = TableName(None, f"_chute_parsed_{scratch}")
     lines = _read_lines(engine, file_expression_lines, scratch, settings)

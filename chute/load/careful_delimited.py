@@ -35,6 +35,7 @@ def check_delimited(
     settings: dict[str, str | int | float],
     header_lines: int | None = None,
     watched_at: tuple[int, ...] = (),
+    nul_ok: bool = False,
 ) -> CheckedRows:
     """Check CSV/TSV: records split by the engine's parser (all fields as text),
     bad records (wrong field count, broken quoting) recorded by the engine with
@@ -43,7 +44,7 @@ def check_delimited(
     lines after it are read again as records (`header_lines`: 0 or 1, None to look).
     The columns `watched_at` (chute.load.missing) set bits of each record's MASK_COLUMN
     where their value is missing (the good records' count of defaults)."""
-    refuse_binary(engine, lines_expression, "read as CSV/TSV")
+    refuse_binary(engine, lines_expression, "read as CSV/TSV", nul_ok)
     errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new
     scratch = TableName(None, f"_chute_fields_{uuid.uuid4().hex[:12]}")
     header = header_lines if header_lines is not None else int(has_header(engine, lines_expression, columns, delimiter))
@@ -292,7 +293,15 @@ def _check_rest(
         expression = f"file({quote_str(path)}, 'CSV', {quote_str(text_columns)})"
         rest_lines = f"file({quote_str(path)}, 'LineAsString', 'line String')"
         return check_delimited(
-            engine, expression, rest_lines, columns, delimiter, settings, header_lines=0, watched_at=watched_at
+            engine,
+            expression,
+            rest_lines,
+            columns,
+            delimiter,
+            settings,
+            header_lines=0,
+            watched_at=watched_at,
+            nul_ok=True,  # (lines of a file already read as text)
         )
     finally:
         os.remove(path)

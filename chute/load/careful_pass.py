@@ -71,15 +71,20 @@ class CarefulPass:
         read_settings = without_overflow_check(ctx.format_settings())
         settings = {**read_settings, "max_threads": ctx.workers}
         lines = ctx.source.table_expression(unit, "line String", "LineAsString")
+        # A format said (--format, an export's manifest): NUL bytes are text.
+        given = ctx.opts.format is not None or ctx.source.declared_columns(unit) is not None
         if unit.fmt.format == "JSONEachRow":
-            return check_json_lines(engine, lines, inputs, settings, read_settings, self.reads.counting([unit]))
+            counting = self.reads.counting([unit])
+            return check_json_lines(engine, lines, inputs, settings, read_settings, counting, given)
         # TSV: `\N` is NULL, an empty field the empty string (a CSV parser reads both the same).
         text = "Nullable(String)" if unit.fmt.format == "TSV" else "String"
         text_columns = [Column(c.name, text) for c in inputs]
         delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         expression = ctx.source.table_expression(unit, structure(text_columns))
         watched_at = tuple(i for i, c in enumerate(inputs) if watched(c, unit.fmt.format))
-        return check_delimited(engine, expression, lines, inputs, delimiter, settings, watched_at=watched_at)
+        return check_delimited(
+            engine, expression, lines, inputs, delimiter, settings, watched_at=watched_at, nul_ok=given
+        )
 
     def _write_rejects(self, unit: Unit, checked: CheckedRows) -> None:
         ctx = self.ctx

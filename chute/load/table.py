@@ -354,10 +354,14 @@ class TableSetup:
             adapted.append(Column(c.name, type_sql, comment=c.comment))
         return adapted
 
+    def format_given(self, unit: Unit) -> bool:
+        """The unit's format was said (--format, an export's manifest), not guessed from its name."""
+        return self.ctx.opts.format is not None or self.ctx.source.declared_columns(unit) is not None
+
     def head(self, unit: Unit) -> Head:
         """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
-        head = refuse_binary(self.ctx.target.engine, lines, unit.key)
+        head = refuse_binary(self.ctx.target.engine, lines, unit.key, self.format_given(unit))
         if unit.fmt.format != "CSV" or self.ctx.delimiter_given:
             return head
         found = head.delimiter()

@@ -278,3 +278,16 @@ def test_a_parquet_export_reloads_with_the_manifest_types(tmp_path: Path, target
     loaded = chute.load(str(dest), "back", target=target, options=chute.LoadOptions(provenance=False))
     assert loaded.ok and loaded.rows_loaded == 2
     assert engine.rows(TYPES.format(table="back")) == engine.rows(TYPES.format(table="src"))
+
+
+def test_a_csv_export_with_nul_bytes_loads_back(tmp_path: Path, target: str) -> None:
+    """A CSV field may hold a NUL byte; the load took such a file for binary even with its
+    manifest (and --format csv), so the export could never come back."""
+    engine = open_engine(target)
+    engine.execute("CREATE TABLE src (id UInt32, s String) ENGINE = MergeTree ORDER BY id")
+    engine.execute("INSERT INTO src VALUES (1, 'a'), (2, concat('x', char(0), 'y'))")
+    dest = tmp_path / "out"
+    assert export("src", str(dest), target, ExportOptions(format="csv")).rows_written == 2
+    loaded = chute.load(str(dest), "back", target=target, options=chute.LoadOptions(provenance=False))
+    assert loaded.ok and loaded.rows_loaded == 2, [f.error for f in loaded.files]
+    assert engine.rows(CHECK.format(table="back")) == engine.rows(CHECK.format(table="src"))
