@@ -370,13 +370,31 @@ def temporal_parts(text: str, inner: str) -> tuple[str, str, Callable[[str], str
         p = precision.group(1) if precision else "3"
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, {p}{tz_arg})", f"toDateTime64(0, {p}{tz_arg})"
         checks = [clock_ok(text), date_ok(text), fraction_ok(text, int(p)), f"isNotNull({wide})"]
+        checks += _wall_clock_ok(text, wide, zero, tz.group(1) if tz else "")
         return wide, _all_of(*checks), lambda w: w, zero
     if inner.startswith("DateTime"):
         wide, zero = f"parseDateTime64BestEffortOrNull({text}, 0{tz_arg})", f"toDateTime64(0, 0{tz_arg})"
         in_range = f"toUnixTimestamp64Second(ifNull({wide}, {zero})) BETWEEN 0 AND 4294967295"
         checks = [clock_ok(text), date_ok(text), fraction_ok(text, 0), f"isNotNull({wide})", in_range]
+        checks += _wall_clock_ok(text, wide, zero, tz.group(1) if tz else "")
         return wide, _all_of(*checks), lambda w: f"toDateTime({w}{tz_arg})", zero
     return None
+
+
+UTC_NAMES = frozenset({"", "UTC", "Etc/UTC", "GMT", "Etc/GMT", "Zulu", "Universal", "Etc/Universal"})
+
+
+def _wall_clock_ok(text: str, wide: str, zero: str, tz: str) -> list[str]:
+    """In a column's time zone with daylight saving, a local time in the hour the clocks skip
+    (`2024-03-10 02:30` in America/New_York) does not exist: the parser moves it an hour. The
+    parsed value's hh:mm must be the text's, for `YYYY-MM-DD hh:mm` texts without an offset.
+    (Columns in UTC, or in the session's zone, are not checked.)"""
+    if tz in UTC_NAMES:
+        return []
+    layout = f"(substring({text}, 11, 1) IN (' ', 'T') AND substring({text}, 14, 1) = ':')"
+    offset = f"match({text}, '(?:Z|[+-][0-9]{{2}}:?[0-9]{{2}})\\s*$')"
+    same = f"substring({text}, 12, 5) = formatDateTime(ifNull({wide}, {zero}), '%H:%i', {quote_str(tz)})"
+    return [f"(NOT {layout} OR {offset} OR isNull({wide}) OR {same})"]
 
 
 def _all_of(*conditions: str) -> str:
