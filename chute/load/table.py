@@ -396,7 +396,7 @@ class TableSetup:
         A first line that names table columns and others too raises SchemaError naming the
         others, as for JSON: the engine would read it as a header and drop their values."""
         delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
-        fields = self.head(unit).fields(delimiter)
+        fields = self.named_fields(unit, self.head(unit).fields(delimiter))
         known = {c.name for c in self.ctx.input_columns()}
         if not fields or not set(fields) <= known:
             named = [f for f in fields if f in known]
@@ -444,16 +444,49 @@ class TableSetup:
         local = TableName(layout.database or ctx.table.database, layout.table)
         return [local, ctx.table], cluster or layout.cluster
 
+    def named_fields(self, unit: Unit, fields: list[str]) -> list[str]:
+        """A CSV/TSV header's fields without the unnamed ones a trailing delimiter makes
+        (`id,s,`, as many exporters write), where no row holds a value there; any other field
+        the header leaves unnamed is an error (its values would have no column)."""
+        if not fields or all(fields):
+            return fields
+        named = len(fields)
+        while named and not fields[named - 1]:
+            named -= 1
+        if all(fields[:named]):
+            text = ", ".join(f"c{i} String" for i in range(1, len(fields) + 1))
+            rows = self.ctx.source.table_expression(unit, text, "CSV" if unit.fmt.format == "CSV" else "TSV")
+            filled = " OR ".join(f"c{i} != ''" for i in range(named + 1, len(fields) + 1))
+            found = self.ctx.target.engine.rows(
+                f"SELECT count() AS n FROM (SELECT * FROM {rows} LIMIT 1000000000 OFFSET 1) WHERE {filled}",
+                self.ctx.format_settings(),
+                context=f"{unit.key}: reading its unnamed fields",
+            )
+            if not int(found[0]["n"]):
+                return fields[:named]
+        at = ", ".join(str(i + 1) for i, f in enumerate(fields) if not f)
+        raise SchemaError(f"{unit.key}: the header line names no field at position {at}, yet rows hold values there")
+
     def check_fields(self, unit: Unit) -> None:
         """Input fields the table lacks: an error naming them, or new columns."""
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
+        expression = self.ctx.source.table_expression(unit, None)
+        if unit.fmt.format in ("CSV", "TSV"):
+            delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+            header = self.head(unit).fields(delimiter)
+            if header and not all(header):
+                # (the engine's inference takes such a header for data: c1, c2, ...)
+                kept = set(self.named_fields(unit, header))
+                expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
         fields = describe(
             self.ctx.target.engine,
-            self.ctx.source.table_expression(unit, None),
+            expression,
             context=f"{unit.key}: cannot read the schema",
             sample_rows=sample,
             format_settings=self.ctx.format_settings(),
         )
+        if unit.fmt.format in ("CSV", "TSV") and header and not all(header):
+            fields = [f for f in fields if f.name in kept]
         known = {c.name for c in self.ctx.info.columns}
         extra = [f for f in fields if f.name not in known]
         if not extra:

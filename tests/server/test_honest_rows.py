@@ -537,3 +537,19 @@ def test_a_parquet_map_the_server_cannot_hold_is_refused_before_any_table(tmp_pa
     with pytest.raises(chute.UsageError, match="column mp: Map"):
         chute.load([str(path)], table="t", target=server_url)
     assert rows(server_url, "EXISTS TABLE t") == [["0"]]
+
+
+def test_a_header_ending_with_a_delimiter_loads_and_an_unnamed_value_is_refused(tmp_path: Path, dest: str) -> None:
+    """`id,s,` (a trailing comma, as many exporters write) named a field "": the load asked for
+    --add-columns, which then added c1, c2, c3 and failed again."""
+    execute(dest, "CREATE TABLE t (id UInt8, s String) ENGINE = MergeTree ORDER BY id")
+    (tmp_path / "a.csv").write_text("id,s,\n1,a,\n2,b,\n")
+    report = chute.load([str(tmp_path / "a.csv")], table="t", target=dest)
+    assert report.ok and report.rows_loaded == 2, [f.error for f in report.files]
+    (tmp_path / "b.csv").write_text("id,s,n,\n3,c,5,\n")
+    added = chute.load([str(tmp_path / "b.csv")], table="t", target=dest, options=chute.LoadOptions(add_columns=True))
+    assert added.ok and f"added column n Int64 (from {tmp_path / 'b.csv'})" in added.notes, added.notes
+    (tmp_path / "c.csv").write_text("id,s,\n4,d,lost\n")
+    refused = chute.load([str(tmp_path / "c.csv")], table="t", target=dest)
+    assert not refused.ok and "names no field at position 3" in refused.files[0].error
+    assert rows(dest, "SELECT id, s, n FROM t ORDER BY id") == [["1", "a", "0"], ["2", "b", "0"], ["3", "c", "5"]]
