@@ -202,7 +202,7 @@ class Loader:
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)
-            if unit.fmt.format in ("CSV", "TSV") and self.table.header_names(unit):
+            if unit.fmt.format in ("CSV", "TSV") and self.table.headers.header_names(unit):
                 self.ctx.named.add(unit.key)
         except ChuteError as exc:
             fail(self.ctx, unit, str(exc), plan)

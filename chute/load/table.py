@@ -13,6 +13,7 @@ from typing import Any
 from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
+from chute.load.headers import Headers
 from chute.load.outcome import Plan
 from chute.parquetmeta import not_nullable, null_free
 from chute.schema import (
@@ -29,7 +30,6 @@ from chute.schema import (
     with_provenance,
 )
 from chute.scratch import scratch_file
-from chute.sniff import Head, refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.engines import distributed
@@ -69,6 +69,7 @@ def partitioned(meta: dict[str, Any] | None) -> bool:
 class TableSetup:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
+        self.headers = Headers(ctx)
 
     def settle(self, plan: Plan, on_ddl: Callable[[str], None] | None) -> bool:
         """Create the table where it is missing (and there is something to load); then what
@@ -124,7 +125,7 @@ class TableSetup:
         if declared is not None:
             return declared
         if unit.fmt.format in ("CSV", "TSV"):
-            names = self.header_only(unit, self.head(unit))
+            names = self.headers.header_only(unit, self.headers.head(unit))
             if names is not None:
                 return [Column(n, "String") for n in names]
         context = f"{unit.key}: cannot infer the schema"
@@ -195,7 +196,7 @@ class TableSetup:
             first_csv = next((u for u in plan.load if u.fmt.format == "CSV" and u.size > 0), None)
             if first_csv is not None:  # its delimiter, for the measured sample too
                 with contextlib.suppress(ChuteError):  # (the file's pre-check will say what is wrong)
-                    self.head(first_csv)
+                    self.headers.head(first_csv)
             return self._created(self.designed_ddl(plan), on_ddl, " (--design)")
         last_error: ChuteError | None = None
         readable = [u for u in plan.load if u.size > 0]
@@ -354,65 +355,6 @@ class TableSetup:
             adapted.append(Column(c.name, type_sql, comment=c.comment))
         return adapted
 
-    def format_given(self, unit: Unit) -> bool:
-        """The unit's format was said (--format, an export's manifest), not guessed from its name."""
-        return self.ctx.opts.format is not None or self.ctx.source.declared_columns(unit) is not None
-
-    def head(self, unit: Unit) -> Head:
-        """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
-        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
-        head = refuse_binary(self.ctx.target.engine, lines, unit.key, self.format_given(unit))
-        if unit.fmt.format != "CSV" or self.ctx.delimiter_given:
-            return head
-        found = head.delimiter()
-        if found == "\t":  # the engine refuses CSV with tabs ("use CustomSeparated")
-            raise SourceError(f"{unit.key}: fields separated by tabs: load it with --format tsv")
-        if self.ctx.csv_delimiter is None:
-            self.ctx.csv_delimiter = found or ","
-            if found and found != ",":
-                self.ctx.opts = dataclasses.replace(self.ctx.opts, delimiter=found)
-                self.ctx.report.notes.append(
-                    f"CSV fields separated by {found!r}, as the first lines of {unit.key} show (--delimiter overrides)"
-                )
-        elif found is not None and found != self.ctx.csv_delimiter:
-            raise SourceError(
-                f"{unit.key}: fields separated by {found!r}, not {self.ctx.csv_delimiter!r} as in the first CSV file; "
-                "load it on its own, or with --delimiter"
-            )
-        return head
-
-    def header_only(self, unit: Unit, head: Head) -> list[str] | None:
-        """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
-        names = head.names_only(self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
-        if names is not None:
-            self.ctx.report.notes.append(
-                f"{unit.key}: one line, taken as the column names (type String; no data rows to infer types from)"
-            )
-        return names
-
-    def header_names(self, unit: Unit) -> bool:
-        """A first line naming table columns: read as CSVWithNames (faster than detecting).
-
-        A first line that names table columns and others too raises SchemaError naming the
-        others, as for JSON: the engine would read it as a header and drop their values."""
-        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
-        fields = self.named_fields(unit, self.head(unit).fields(delimiter))
-        known = {c.name for c in self.ctx.input_columns()}
-        if not fields or not set(fields) <= known:
-            named = [f for f in fields if f in known]
-            if named and 2 * len(named) >= len(fields):
-                extra = ", ".join(f for f in fields if f not in known)
-                raise SchemaError(
-                    f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
-                )
-            return False  # (data, or a header of another table: the read says what does not fit)
-        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
-        sample = self.ctx.target.engine.rows(
-            f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
-        )
-        self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
-        return True
-
     def _redefine_distributed(self, cluster: str, settings: Settings | None) -> None:
         """A Distributed table takes the columns of its shards' tables: made again on every node
         (18.16 takes no ALTER ... ON CLUSTER of a Distributed table over replicated shards)."""
@@ -444,39 +386,16 @@ class TableSetup:
         local = TableName(layout.database or ctx.table.database, layout.table)
         return [local, ctx.table], cluster or layout.cluster
 
-    def named_fields(self, unit: Unit, fields: list[str]) -> list[str]:
-        """A CSV/TSV header's fields without the unnamed ones a trailing delimiter makes
-        (`id,s,`, as many exporters write), where no row holds a value there; any other field
-        the header leaves unnamed is an error (its values would have no column)."""
-        if not fields or all(fields):
-            return fields
-        named = len(fields)
-        while named and not fields[named - 1]:
-            named -= 1
-        if all(fields[:named]):
-            text = ", ".join(f"c{i} String" for i in range(1, len(fields) + 1))
-            rows = self.ctx.source.table_expression(unit, text, "CSV" if unit.fmt.format == "CSV" else "TSV")
-            filled = " OR ".join(f"c{i} != ''" for i in range(named + 1, len(fields) + 1))
-            found = self.ctx.target.engine.rows(
-                f"SELECT count() AS n FROM (SELECT * FROM {rows} LIMIT 1000000000 OFFSET 1) WHERE {filled}",
-                self.ctx.format_settings(),
-                context=f"{unit.key}: reading its unnamed fields",
-            )
-            if not int(found[0]["n"]):
-                return fields[:named]
-        at = ", ".join(str(i + 1) for i, f in enumerate(fields) if not f)
-        raise SchemaError(f"{unit.key}: the header line names no field at position {at}, yet rows hold values there")
-
     def check_fields(self, unit: Unit) -> None:
         """Input fields the table lacks: an error naming them, or new columns."""
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
         expression = self.ctx.source.table_expression(unit, None)
         if unit.fmt.format in ("CSV", "TSV"):
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
-            header = self.head(unit).fields(delimiter)
+            header = self.headers.head(unit).fields(delimiter)
             if header and not all(header):
                 # (the engine's inference takes such a header for data: c1, c2, ...)
-                kept = set(self.named_fields(unit, header))
+                kept = set(self.headers.named_fields(unit, header))
                 expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
         fields = describe(
             self.ctx.target.engine,

@@ -1,0 +1,97 @@
+"""The first lines of CSV/TSV files: text or not, the delimiter, and what the header names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from chute.errors import SchemaError, SourceError
+from chute.load.context import LoadContext
+from chute.sniff import Head, refuse_binary
+from chute.units import Unit
+
+
+class Headers:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+
+    def format_given(self, unit: Unit) -> bool:
+        """The unit's format was said (--format, an export's manifest), not guessed from its name."""
+        return self.ctx.opts.format is not None or self.ctx.source.declared_columns(unit) is not None
+
+    def head(self, unit: Unit) -> Head:
+        """The first lines of a text unit; NotText for a binary file. Decides the CSV delimiter."""
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        head = refuse_binary(self.ctx.target.engine, lines, unit.key, self.format_given(unit))
+        if unit.fmt.format != "CSV" or self.ctx.delimiter_given:
+            return head
+        found = head.delimiter()
+        if found == "\t":  # the engine refuses CSV with tabs ("use CustomSeparated")
+            raise SourceError(f"{unit.key}: fields separated by tabs: load it with --format tsv")
+        if self.ctx.csv_delimiter is None:
+            self.ctx.csv_delimiter = found or ","
+            if found and found != ",":
+                self.ctx.opts = dataclasses.replace(self.ctx.opts, delimiter=found)
+                self.ctx.report.notes.append(
+                    f"CSV fields separated by {found!r}, as the first lines of {unit.key} show (--delimiter overrides)"
+                )
+        elif found is not None and found != self.ctx.csv_delimiter:
+            raise SourceError(
+                f"{unit.key}: fields separated by {found!r}, not {self.ctx.csv_delimiter!r} as in the first CSV file; "
+                "load it on its own, or with --delimiter"
+            )
+        return head
+
+    def header_only(self, unit: Unit, head: Head) -> list[str] | None:
+        """A CSV/TSV file of one line that names columns: those names (the file has no rows)."""
+        names = head.names_only(self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t"))
+        if names is not None:
+            self.ctx.report.notes.append(
+                f"{unit.key}: one line, taken as the column names (type String; no data rows to infer types from)"
+            )
+        return names
+
+    def header_names(self, unit: Unit) -> bool:
+        """A first line naming table columns: read as CSVWithNames (faster than detecting).
+
+        A first line that names table columns and others too raises SchemaError naming the
+        others, as for JSON: the engine would read it as a header and drop their values."""
+        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        fields = self.named_fields(unit, self.head(unit).fields(delimiter))
+        known = {c.name for c in self.ctx.input_columns()}
+        if not fields or not set(fields) <= known:
+            named = [f for f in fields if f in known]
+            if named and 2 * len(named) >= len(fields):
+                extra = ", ".join(f for f in fields if f not in known)
+                raise SchemaError(
+                    f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
+                )
+            return False  # (data, or a header of another table: the read says what does not fit)
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        sample = self.ctx.target.engine.rows(
+            f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
+        )
+        self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
+        return True
+
+    def named_fields(self, unit: Unit, fields: list[str]) -> list[str]:
+        """A CSV/TSV header's fields without the unnamed ones a trailing delimiter makes
+        (`id,s,`, as many exporters write), where no row holds a value there; any other field
+        the header leaves unnamed is an error (its values would have no column)."""
+        if not fields or all(fields):
+            return fields
+        named = len(fields)
+        while named and not fields[named - 1]:
+            named -= 1
+        if all(fields[:named]):
+            text = ", ".join(f"c{i} String" for i in range(1, len(fields) + 1))
+            rows = self.ctx.source.table_expression(unit, text, "CSV" if unit.fmt.format == "CSV" else "TSV")
+            filled = " OR ".join(f"c{i} != ''" for i in range(named + 1, len(fields) + 1))
+            found = self.ctx.target.engine.rows(
+                f"SELECT count() AS n FROM (SELECT * FROM {rows} LIMIT 1000000000 OFFSET 1) WHERE {filled}",
+                self.ctx.format_settings(),
+                context=f"{unit.key}: reading its unnamed fields",
+            )
+            if not int(found[0]["n"]):
+                return fields[:named]
+        at = ", ".join(str(i + 1) for i, f in enumerate(fields) if not f)
+        raise SchemaError(f"{unit.key}: the header line names no field at position {at}, yet rows hold values there")
