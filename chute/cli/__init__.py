@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Sequence
 
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except ChuteError as exc:
         if args.debug:
-            raise
+            traceback.print_exc()
         told = isinstance(exc, (UsageError, SourceError)) or exc.code in USER_ERROR_CODES
         return _fail(str(exc), EXIT_USAGE if told else EXIT_FAILED, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:

@@ -119,6 +119,8 @@ def build_parser() -> Parser:
     _status_parser(sub)
     _query_parser(sub)
     _time_queries_parser(sub)
+    for command in sub.choices.values():  # after the command too (`chute load ... --debug`)
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return parser
 
 

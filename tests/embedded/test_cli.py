@@ -82,6 +82,9 @@ def test_errors_are_one_line_with_nonzero_exit(tmp_path: Path) -> None:
     assert query.returncode == 1 and "UNKNOWN_TABLE" in query.stderr and "Traceback" not in query.stderr
     debug = run("--debug", "query", "SELECT * FROM nowhere", "--target", db)
     assert "Traceback" in debug.stderr
+    # After the command too (the README lists it with the load options), with the same exit code.
+    late = run("load", str(tmp_path / "missing.csv"), "--table", "t", "--target", db, "--debug")
+    assert late.returncode == 2 and "Traceback" in late.stderr and "no such file" in late.stderr
 
 
 def test_command_sets_the_engine_allocator_unless_the_user_did(tmp_path: Path) -> None:
