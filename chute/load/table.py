@@ -274,7 +274,7 @@ class TableSetup:
         ctx = self.ctx
         clash = [c.name for c in columns if c.name in PROVENANCE_NAMES | ctx.extra_names]
         if clash and ctx.opts.provenance:
-            raise SchemaError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")
+            raise UsageError(f"{unit.key}: input fields {clash} clash with provenance columns; use --no-provenance")
         # An export of a table with provenance: with --no-provenance those columns are data.
         ctx.set_info(provenance_as_data=bool(clash))
         if ctx.opts.provenance:

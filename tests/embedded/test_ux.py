@@ -359,3 +359,11 @@ def test_sigterm_is_one_line_and_a_json_object(tmp_path: Path) -> None:
         return  # (finished before the signal on a fast machine: nothing to see)
     assert proc.returncode == 130, err
     assert json.loads(out)["ok"] is False and "interrupted" in err and "Traceback" not in err
+
+
+def test_an_input_field_named_like_a_provenance_column_is_a_usage_error(tmp_path: Path) -> None:
+    """A request wrong before anything loads exits 2 (it exited 1)."""
+    data = tmp_path / "clash.jsonl"
+    data.write_text('{"a": 1, "_source": "x"}\n')
+    got = run("load", str(data), "-t", "t", "--target", str(tmp_path / "db"))
+    assert got.returncode == 2 and "clash with provenance columns; use --no-provenance" in got.stderr
