@@ -158,11 +158,14 @@ class S3Source(SourceBase, EngineRowNumbers, ServerReadable):
                 objects.setdefault(obj.url, obj)
         units = []
         for obj in objects.values():
-            if any(c in obj.key for c in ENGINE_GLOB_CHARS):
-                raise SourceError(f"{obj.url}: keys with * ? [ ] {{ }} cannot be read by the engine; rename the object")
             fmt = detect(obj.key, self.format_override, self.compression_override)
             units.append(Unit(key=obj.url, size=obj.size, mtime_ns=obj.mtime_ns, fmt=fmt, etag=obj.etag))
         return units
+
+    def verify(self, unit: Unit) -> None:
+        """An object whose key the engine would take for a pattern fails alone; the others load."""
+        if any(c in split_url(unit.key)[1] for c in ENGINE_GLOB_CHARS):
+            raise SourceError(f"{unit.key}: keys with * ? [ ] {{ }} cannot be read by the engine; rename the object")
 
     # -- reading ------------------------------------------------------------
 

@@ -399,3 +399,13 @@ def test_s3_into_an_old_server_converts_with_a_note(
         assert code == 2 and err.count("\n") == 1 and err.startswith(message), err
         assert s3.secret_key not in err
     assert "c" not in server_query(server_url, "SHOW TABLES FORMAT TSV").split()
+
+
+def test_a_key_the_engine_takes_for_a_pattern_fails_alone(s3: S3Server, aws_env: dict[str, str], target: str) -> None:
+    """One key holding `[1]` refused the whole prefix; now that object fails and the rest load."""
+    _put(s3, "globkey", range(3))
+    s3.put_object("globkey/br[1].json.gz", _rows(7))
+    report = chute.load("s3://chute-test/globkey/", "t", target, _options(s3))
+    assert (report.files_loaded, report.files_failed, report.rows_loaded) == (3, 1, 3 * ROWS)
+    failed = [f for f in report.files if f.state == "failed"]
+    assert "br[1].json.gz: keys with * ? [ ] { } cannot be read by the engine" in failed[0].error
