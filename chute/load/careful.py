@@ -240,6 +240,10 @@ def _parse_readable(
             os.remove(tagged_file)
 
 
+PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
+"""Types read as they are whose refused value still gets a reason naming its column."""
+
+
 def _json_reasons(columns: list[Column]) -> str:
     """Why the parser refused a valid JSON object: evaluated only for those rows."""
     names = "[" + ", ".join(quote_str(c.name) for c in columns) + "]"
@@ -248,6 +252,8 @@ def _json_reasons(columns: list[Column]) -> str:
         f"notEmpty(arrayFilter(k -> NOT has({names}, k), {keys})), "
         f"concat('fields not in the table: ', arrayStringConcat(arrayFilter(k -> NOT has({names}, k), {keys}), ', '))"
     ]
+    twice = f"arrayDistinct(arrayFilter((k, i) -> indexOf({keys}, k) != i, {keys}, arrayEnumerate({keys})))"
+    parts.append(f"notEmpty({twice}), concat('a field appears twice: ', arrayStringConcat({twice}, ', '))")
     lengths = [f"length(JSONExtractArrayRaw(l.raw, {quote_str(c.name)}))" for c in columns]
     parts += [", ".join(arm) for arm in zip(*[iter(nested_reasons(columns, lengths))] * 2, strict=True)]
     for c in columns:
@@ -255,6 +261,16 @@ def _json_reasons(columns: list[Column]) -> str:
         text = f"if(JSONType(l.raw, {key}) = 'String', JSONExtractString(l.raw, {key}), JSONExtractRaw(l.raw, {key}))"
         present = f"(JSONHas(l.raw, {key}) AND JSONType(l.raw, {key}) != 'Null')"
         parts += bad_conditions([c], [text], [present])
+        inner = strip_wrappers(c.type)[0]
+        if inner in PLAIN_SCALARS:  # (read as they are: the parser's refusal, named)
+            shown = f"substring({text}, 1, 200)"
+            message = f"concat({quote_str(f'column {c.name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
+            bad = (
+                f"lower({text}) NOT IN ('true', 'false', '0', '1')"  # (a cast takes `yes`, the reader not)
+                if inner == "Bool"
+                else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
+            )
+            parts.append(f"{present} AND {bad}, {message}")
     parts.append("true, 'a value does not fit the table'")
     return f"multiIf({', '.join(parts)}, '')"
 

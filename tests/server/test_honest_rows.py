@@ -553,3 +553,23 @@ def test_a_header_ending_with_a_delimiter_loads_and_an_unnamed_value_is_refused(
     refused = chute.load([str(tmp_path / "c.csv")], table="t", target=dest)
     assert not refused.ok and "names no field at position 3" in refused.files[0].error
     assert rows(dest, "SELECT id, s, n FROM t ORDER BY id") == [["1", "a", "0"], ["2", "b", "0"], ["3", "c", "5"]]
+
+
+def test_reasons_name_the_column_or_the_twice_given_field(tmp_path: Path, dest: str) -> None:
+    """A Bool `"yes"` and a key given twice were "a value does not fit the table"."""
+    boolean = "UInt8" if "://" in dest else "Bool"  # (18.16 has no Bool)
+    execute(dest, f"CREATE TABLE t (id UInt8, b UInt8, ok {boolean}, s String) ENGINE = MergeTree ORDER BY id")
+    lines = [
+        {"id": 1, "b": 1, "ok": True, "s": "x"},
+        '{"id": 2, "b": 1, "ok": "yes", "s": "x"}',
+        '{"id": 3, "b": 1, "ok": true, "s": "a", "s": "b"}',
+        {"id": 4, "b": 1, "ok": False, "s": "y"},
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 2)
+    assert rows(dest, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row") == [
+        ["2", f"column ok: yes does not fit {boolean}"],
+        ["3", "a field appears twice: s"],
+    ]
