@@ -354,7 +354,7 @@ def conversion(text: str, type_sql: str) -> str | None:
 
 
 def temporal_parts(text: str, inner: str) -> tuple[str, str, Callable[[str], str], str] | None:
-    """A date or time type's text, in parts: (the text parsed wide (1900-2299) or NULL, SQL that
+    """A date or time type's text, in parts: (the text parsed wide or NULL, SQL that
     the parsed value fits the type (its clock unrolled, its day in range), SQL converting a
     parsed value into the type, the type's zero as a wide value). None for other types."""
     tz = re.search(r"'([^']*)'", inner)
@@ -406,7 +406,9 @@ def _all_of(*conditions: str) -> str:
 
 
 DATE_RANGE = ("1970-01-01", "2149-06-06")
-DATE32_RANGE = ("1900-01-01", "2299-12-31")
+DATE32_RANGE = ("0001-01-01", "9999-12-31")
+"""What the engine's Date32 holds and gives back (its documented range is 1900-2299), as a
+database source's dates are kept: a table's export in text loads back the same."""
 
 
 def clock_ok(text: str) -> str:
