@@ -86,6 +86,16 @@ class TableSetup:
                 f"table {ctx.table} has {', '.join(sorted(present))} but not {missing}: chute writes provenance "
                 "only into all four, so these keep their defaults (add the others to the table to have them filled)"
             )
+        composite = [
+            c.name
+            for c in existing or []
+            if re.search(r"\b(Tuple|Map|Nested)\(", c.type) and re.search(r"\b(U?Int\d+|Float32|Decimal|Date)", c.type)
+        ]
+        if composite and plan.load:
+            ctx.report.notes.append(
+                f"columns {', '.join(composite)}: numbers, dates and times inside tuples and maps are taken as the "
+                "engine's reader makes them, unchecked (300 into a UInt8 there is 44); arrays are checked"
+            )
         if plan.load and not ctx.opts.provenance:
             declared = ctx.source.declared_columns(plan.load[0])
             if declared and {c.name for c in declared} >= PROVENANCE_NAMES:

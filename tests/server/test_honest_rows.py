@@ -573,3 +573,16 @@ def test_reasons_name_the_column_or_the_twice_given_field(tmp_path: Path, dest: 
         ["2", f"column ok: yes does not fit {boolean}"],
         ["3", "a field appears twice: s"],
     ]
+
+
+def test_the_report_names_tuple_and_map_columns_left_unchecked(tmp_path: Path) -> None:
+    """Elements of tuples and maps are the engine reader's (300 into a UInt8 there is 44): the
+    report says so, since no value may change without a word."""
+    target = str(tmp_path / "db")
+    open_engine(target).execute(
+        "CREATE TABLE t (id UInt8, t Tuple(a UInt8, b String), m Map(String, UInt8), s String) "
+        "ENGINE = MergeTree ORDER BY id"
+    )
+    (tmp_path / "a.jsonl").write_text('{"id": 1, "t": {"a": 300, "b": "x"}, "m": {"k": 1}, "s": "y"}\n')
+    report = chute.load([str(tmp_path / "a.jsonl")], table="t", target=target)
+    assert report.ok and any(n.startswith("columns t, m: numbers, dates and times inside tuples") for n in report.notes)
