@@ -22,6 +22,8 @@ from chute.units import Unit
 
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
 UNKNOWN_FIELD = re.compile(r"Unknown field found while parsing \w+ format: ([^:\s]+)")
+GONE = re.compile(r"HTTP response code: 404|No such file|FILE_DOESNT_EXIST|NoSuchKey|Not Found")
+"""Engine errors of a unit that is no longer there."""
 CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats whose bad rows can be told apart from good ones by a careful pass."""
 UNFIT_VALUE = re.compile(r"column .*: a value does not fit ")
@@ -94,6 +96,11 @@ class Recovery:
     def for_unit(self, unit: Unit, exc: ChuteError) -> Decision:
         """A file the fast path could not load: a careful pass if it is text, else it fails."""
         opts = self.ctx.opts
+        gone = GONE.search(str(exc)) is not None
+        if gone and not isinstance(exc, UsageError) and not self.ctx.source.unchanged(unit):
+            # (the engine's words: a 404, or a file not found)
+            message = f"{unit.key}: changed or removed during the load; run again to load it"
+            return Decision(Step.FAIL, unit, SourceError(message))
         typed_unfit = (
             unit.fmt.format in WIDE_READ_FORMATS or isinstance(self.ctx.source, CheckedValues)
         ) and UNFIT_VALUE.search(str(exc)) is not None

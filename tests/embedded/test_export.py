@@ -300,7 +300,8 @@ def test_dates_past_1900_to_2299_come_back(tmp_path: Path, target: str, fmt: str
     engine = open_engine(target)
     engine.execute("CREATE TABLE src (id UInt32, d Date32, t DateTime64(6, 'UTC')) ENGINE = MergeTree ORDER BY id")
     engine.execute(
-        "INSERT INTO src VALUES (1, '1000-01-01', '9999-12-31 23:59:59.999999'), (2, '2024-02-29', '1900-01-01 00:00:00')"
+        "INSERT INTO src VALUES (1, '1000-01-01', '9999-12-31 23:59:59.999999'), "
+        "(2, '2024-02-29', '1900-01-01 00:00:00')"
     )
     dest = tmp_path / "out"
     assert export("src", str(dest), target, ExportOptions(format=fmt)).rows_written == 2

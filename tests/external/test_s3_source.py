@@ -27,6 +27,7 @@ from chute.schema import PROVENANCE_NAMES, table_columns
 from chute.sources import SourceOptions, open_source
 from chute.sources.s3 import S3Source
 from chute.sql import TableName, quote_ident, quote_str
+from chute.units import Unit
 
 from ..harness.data import kill_trials, table_checksum
 from ..harness.extservers import S3Server, running
@@ -409,3 +410,26 @@ def test_a_key_the_engine_takes_for_a_pattern_fails_alone(s3: S3Server, aws_env:
     assert (report.files_loaded, report.files_failed, report.rows_loaded) == (3, 1, 3 * ROWS)
     failed = [f for f in report.files if f.state == "failed"]
     assert "br[1].json.gz: keys with * ? [ ] { } cannot be read by the engine" in failed[0].error
+
+
+def test_an_object_deleted_after_listing_fails_alone_in_one_line(
+    s3: S3Server, aws_env: dict[str, str], target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's 404 text was the message; now the object fails alone, saying it went away."""
+    _put(s3, "gone", range(3))
+    listed = S3Source.units
+
+    def units_then_delete(self: S3Source) -> list[Unit]:
+        found = listed(self)
+        status = s3.request("DELETE", f"/{s3.bucket}/gone/part-0001.json.gz")[0]
+        assert status in (200, 204)
+        return found
+
+    monkeypatch.setattr(S3Source, "units", units_then_delete)
+    report = chute.load("s3://chute-test/gone/", "t", target, _options(s3))
+    assert (report.files_loaded, report.files_failed, report.rows_loaded) == (2, 1, 2 * ROWS)
+    failed = next(f for f in report.files if f.state == "failed")
+    assert (
+        failed.error
+        == "s3://chute-test/gone/part-0001.json.gz: changed or removed during the load; run again to load it"
+    )
