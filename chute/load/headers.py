@@ -76,8 +76,13 @@ class Headers:
     def named_fields(self, unit: Unit, fields: list[str]) -> list[str]:
         """A CSV/TSV header's fields without the unnamed ones a trailing delimiter makes
         (`id,s,`, as many exporters write), where no row holds a value there; any other field
-        the header leaves unnamed is an error (its values would have no column)."""
+        the header leaves unnamed is an error (its values would have no column). A first line
+        whose named fields are not mostly table columns is data (`1,,x`): as it is."""
         if not fields or all(fields):
+            return fields
+        names = [f for f in fields if f]
+        known = {c.name for c in self.ctx.input_columns()}
+        if not names or 2 * len([f for f in names if f in known]) < len(names):
             return fields
         named = len(fields)
         while named and not fields[named - 1]:

@@ -400,12 +400,14 @@ class TableSetup:
         """Input fields the table lacks: an error naming them, or new columns."""
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
         expression = self.ctx.source.table_expression(unit, None)
+        kept: set[str] | None = None
         if unit.fmt.format in ("CSV", "TSV"):
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
             header = self.headers.head(unit).fields(delimiter)
-            if header and not all(header):
-                # (the engine's inference takes such a header for data: c1, c2, ...)
-                kept = set(self.headers.named_fields(unit, header))
+            named = self.headers.named_fields(unit, header)
+            if named != header:
+                # A header ending with a delimiter: the engine's inference takes it for data (c1, c2, ...).
+                kept = set(named)
                 expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
         fields = describe(
             self.ctx.target.engine,
@@ -414,7 +416,7 @@ class TableSetup:
             sample_rows=sample,
             format_settings=self.ctx.format_settings(),
         )
-        if unit.fmt.format in ("CSV", "TSV") and header and not all(header):
+        if kept is not None:
             fields = [f for f in fields if f.name in kept]
         known = {c.name for c in self.ctx.info.columns}
         extra = [f for f in fields if f.name not in known]
