@@ -11,6 +11,7 @@ Bad rows are made by the engine (every 1000th line gets a text viewer_count).
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import sys
 import tempfile
@@ -67,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("t", "t_rejects", "_chute_ledger"):
             engine.execute(f"DROP TABLE IF EXISTS {name} SYNC")
         engine.execute(ddl)
+        before = resource.getrusage(resource.RUSAGE_SELF)
         seconds, report = timed(lambda: chute.load([str(data)], table="t", target=str(db), options=options))
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        # CPU seconds of this process (the engine runs in it): less noisy than wall time on a shared box.
+        cpu[name_of[id(options)]].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         assert report.rows_read == args.rows, report.rows_read
         if expect_rejects is not None:
             assert report.rows_rejected == expect_rejects, report.rows_rejected
@@ -80,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         "0.1% bad rows, error capture (default)": (dirty, chute.LoadOptions(), bad),
     }
     times: dict[str, list[float]] = {k: [] for k in methods}
+    cpu: dict[str, list[float]] = {k: [] for k in methods}
+    name_of = {id(opts): name for name, (_, opts, _) in methods.items()}
     for _ in range(args.repeat):
         for name, (data, opts, rejects) in methods.items():
             times[name].append(run(data, opts, rejects))
@@ -97,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     dirty_ratio = median(times["0.1% bad rows, error capture (default)"]) / base
     print(f"\nclean: capture / strict = {clean_ratio:.3f} (target <= 1.03)")
     print(f"0.1% bad: capture / clean strict = {dirty_ratio:.3f} (target <= 2.0)")
+    cpu_base = median(cpu["clean, --strict"])
+    print(
+        f"CPU seconds: strict {cpu_base:.2f}; clean capture / strict = "
+        f"{median(cpu['clean, error capture (default)']) / cpu_base:.3f}; 0.1% bad / clean strict = "
+        f"{median(cpu['0.1% bad rows, error capture (default)']) / cpu_base:.3f}"
+    )
     path = save_results(
         "rejects",
         {
@@ -105,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             "times": times,
             "clean_ratio": clean_ratio,
             "dirty_ratio": dirty_ratio,
+            "cpu_seconds": cpu,
         },
     )
     print(f"results: {path}")
