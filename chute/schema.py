@@ -197,19 +197,12 @@ def with_null_markers(
     texts = [c for c in columns if c.type in ("String", "Nullable(String)")]
     if not texts:
         return columns
-    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
-    limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
     markers = ", ".join(quote_str(m) for m in NULL_MARKERS)
-    counts = ", ".join(
+    counts = [
         f"groupUniqArrayIf({quote_ident(c.name)}, {quote_ident(c.name)} IN ({markers})) AS m{i}"
         for i, c in enumerate(texts)
-    )
-    structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in texts)
-    found = engine.rows(
-        f"SELECT {counts} FROM (SELECT * FROM {table_expression} LIMIT {int(limit)})",
-        settings={**settings, "schema_inference_hints": structure_sql},
-        context=context,
-    )
+    ]
+    found = _sample_as_text(engine, table_expression, texts, counts, context, format_settings, sample_rows)
     single = {c.name: found[0][f"m{i}"][0] for i, c in enumerate(texts) if found and len(found[0][f"m{i}"]) == 1}
     if not single:
         return columns
@@ -245,23 +238,36 @@ def with_faithful_numbers(
     numbers = [c for c in columns if _NUMBER.match(c.type)]
     if not numbers:
         return columns
-    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
-    limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
-    tests = ", ".join(
+    tests = [
         f"countIf({_UNFAITHFUL.format(c=f'ifNull({quote_ident(c.name)}, {quote_str(chr(48))})')}) AS n{i}"
         for i, c in enumerate(numbers)
-    )
-    structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in numbers)
-    found = engine.rows(
-        f"SELECT {tests} FROM (SELECT * FROM {table_expression} LIMIT {int(limit)})",
-        settings={**settings, "schema_inference_hints": structure_sql},
-        context=context,
-    )
+    ]
+    found = _sample_as_text(engine, table_expression, numbers, tests, context, format_settings, sample_rows)
     text = {c.name for i, c in enumerate(numbers) if found and int(found[0][f"n{i}"])}
     return [
         Column(c.name, "Nullable(String)" if c.type.startswith("Nullable(") else "String") if c.name in text else c
         for c in columns
     ]
+
+
+def _sample_as_text(
+    engine: Engine,
+    table_expression: str,
+    columns: list[Column],
+    aggregates: list[str],
+    context: str,
+    format_settings: Mapping[str, str | int | float] | None,
+    sample_rows: int | None,
+) -> list[dict[str, Any]]:
+    """`aggregates` over the rows inference reads, `columns` read as their text."""
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
+    limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
+    structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in columns)
+    return engine.rows(
+        f"SELECT {', '.join(aggregates)} FROM (SELECT * FROM {table_expression} LIMIT {int(limit)})",
+        settings={**settings, "schema_inference_hints": structure_sql},
+        context=context,
+    )
 
 
 def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:

@@ -132,15 +132,11 @@ class Planner:
         )[:RECOUNTED_RANGES]
         if not newest:
             return []
-        t = self.table
         fragments = [key[len(self.base) + 1 :] for _, key in newest]
-        conditions = [self._part(fragment_parts(f)).condition for f in fragments]
-        counts = ", ".join(f"countIf({c}) AS c{i}" for i, c in enumerate(conditions))
-        scope = " OR ".join(f"({c})" for c in conditions)
-        row = t.rows(f"SELECT {counts} FROM {t.url.function()}{t.raw_filter(scope)}", "counting the newest ranges")[0]
         units = []
-        for i, (fragment, (_, key)) in enumerate(zip(fragments, newest, strict=True)):
-            now = int(row[f"c{i}"])
+        for fragment, (_, key), now in zip(
+            fragments, newest, self._count(fragments, "counting the newest ranges"), strict=True
+        ):
             if now != self.loaded_rows[key]:
                 # (its own identity, never the one loaded: the plan sees a changed unit, --on-change)
                 units.append(dataclasses.replace(self._unit(fragment, now), etag=f"{fragment}@{now}"))
@@ -151,13 +147,19 @@ class Planner:
         unfinished = [key for key, state, _ in self.known if state != "done"]
         if not unfinished:
             return []
-        t = self.table
         fragments = [key[len(self.base) + 1 :] for key in unfinished]
+        return [
+            self._unit(f, n) for f, n in zip(fragments, self._count(fragments, "counting unfinished rows"), strict=True)
+        ]
+
+    def _count(self, fragments: list[str], context: str) -> list[int]:
+        """The rows each unit (by its key's fragment) holds now, in one read of their keys."""
+        t = self.table
         conditions = [self._part(fragment_parts(f)).condition for f in fragments]
         counts = ", ".join(f"countIf({c}) AS c{i}" for i, c in enumerate(conditions))
         scope = " OR ".join(f"({c})" for c in conditions)
-        row = t.rows(f"SELECT {counts} FROM {t.url.function()}{t.raw_filter(scope)}", "counting unfinished rows")[0]
-        return [self._unit(f, int(row[f"c{i}"])) for i, f in enumerate(fragments)]
+        row = t.rows(f"SELECT {counts} FROM {t.url.function()}{t.raw_filter(scope)}", context)[0]
+        return [int(row[f"c{i}"]) for i in range(len(fragments))]
 
     def _whole(self) -> list[Unit]:
         """No key: one unit, recounted each run (its identity is the row count)."""
