@@ -128,13 +128,9 @@ def _good_records(
     each value checked and converted, and the mask of the `watched_at` columns' missing values."""
     fields = [f"f{i}" for i in range(len(columns))]
     texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
-    csv = delimiter != "\t"
-    # An empty field of a String column is the empty string, but NULL where the column is Nullable
-    # in CSV (`\N` reads as empty there), as the fast path's parser has it.
-    empty_is_text = [
-        int(strip_wrappers(c.type) == ("String", False) or (not csv and strip_wrappers(c.type)[0] == "String"))
-        for c in columns
-    ]
+    # An empty field of a text column is the empty string: a Nullable one's NULL (TSV's `\N`,
+    # CSV's unquoted empty field) was read as NULL, here `\N` (chute.load.careful_pass).
+    empty_is_text = [int(strip_wrappers(c.type)[0] == "String") for c in columns]
     present = [
         f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {empty_is_text[i]})"
         + (f" AND f{i} != {quote_str(c.null_marker)})" if c.null_marker else ")")

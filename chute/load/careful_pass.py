@@ -76,9 +76,14 @@ class CarefulPass:
         if unit.fmt.format == "JSONEachRow":
             counting = self.reads.counting([unit])
             return check_json_lines(engine, lines, inputs, settings, read_settings, counting, given)
-        # TSV: `\N` is NULL, an empty field the empty string (a CSV parser reads both the same).
-        text = "Nullable(String)" if unit.fmt.format == "TSV" else "String"
-        text_columns = [Column(c.name, text) for c in inputs]
+        # TSV: `\N` is NULL, an empty field the empty string. CSV: a Nullable text column's
+        # unquoted empty field is NULL and its quoted `""` the empty string, as the fast path's
+        # parser has them; other CSV fields are read as text alike.
+        tsv = unit.fmt.format == "TSV"
+        text_columns = [
+            Column(c.name, "Nullable(String)" if tsv or strip_wrappers(c.type) == ("String", True) else "String")
+            for c in inputs
+        ]
         delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         expression = ctx.source.table_expression(unit, structure(text_columns))
         watched_at = tuple(i for i, c in enumerate(inputs) if watched(c, unit.fmt.format))

@@ -442,6 +442,22 @@ def test_csv_nulls_of_a_nullable_string_stay_null_in_the_careful_pass(tmp_path: 
     assert rows(dest, "SELECT a, isNull(c) FROM t ORDER BY a") == [["1", "0"], ["2", "1"], ["3", "1"]]
 
 
+def test_a_quoted_empty_field_of_a_nullable_string_is_the_same_on_both_passes(tmp_path: Path, dest: str) -> None:
+    """A quoted `""` is the empty string on the fast path; a bad row elsewhere in the file sent it
+    through the careful pass, which made it NULL: a value's fate hung on its neighbours."""
+    seen = []
+    for name, bad in (("clean", ""), ("dirty", "bad,y\n")):
+        execute(
+            dest, f"CREATE TABLE {name} (a Nullable(Int32), c Nullable(String)) ENGINE = MergeTree ORDER BY tuple()"
+        )
+        path = tmp_path / f"{name}.csv"
+        path.write_text(f'a,c\n1,""\n2,\n3,x\n{bad}')
+        report = chute.load([str(path)], table=name, target=dest)
+        assert report.ok and report.rows_loaded == 3
+        seen.append(rows(dest, f"SELECT a, ifNull(c, '(null)'), isNull(c) FROM {name} ORDER BY a"))
+    assert seen[0] == seen[1] == [["1", "", "0"], ["2", "(null)", "1"], ["3", "x", "0"]]
+
+
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
 def test_a_fixed_string_too_long_in_a_delimited_file_is_a_rejected_row(tmp_path: Path, dest: str, fmt: str) -> None:
     """The careful pass took the text under the check's NULL and failed the whole file."""
