@@ -417,6 +417,14 @@ METHODS = [
         split=True,
     ),
     Method(
+        "split_auto",
+        "split cores: chute -> server, auto",
+        "server",
+        chute=True,
+        extra="provenance",
+        split=True,
+    ),
+    Method(
         "split_client_convert",
         "split cores: chute -> server, client-convert",
         "server",
@@ -612,7 +620,7 @@ def check_checksums(ds: DataSet, results: list[Result]) -> None:
 
 
 REMOTE = {
-    "auto": ("chute_server", None),
+    "auto": ("chute_server", "split_auto"),
     "server-parse": ("chute_server_parse", "split_server_parse"),
     "client-convert": ("chute_client_convert", "split_client_convert"),
 }

@@ -165,10 +165,16 @@ class Methods:
 
     def server_parses(self, unit: Unit, method: str) -> bool:
         """May the server parse `unit`'s text itself? Asked for (--method {method}): yes, with a
-        note naming the columns it does not check. Chosen by auto: only where it checks them all."""
+        note naming the columns it does not check. Chosen by auto: where it checks them all, or
+        where chute checks the values it stored against its own read (server-parse)."""
         unchecked = self.unchecked_by_server(unit)
         if not unchecked:
             return True
+        if method == "server-parse" and self.ctx.opts.method == "auto" and self.ctx.fill_provenance:
+            checked_after = self.parse.verifier.columns(unit, unchecked)
+            if checked_after is not None:  # chute checks what the server stored (chute.load.verify)
+                self.parse.verified[unit.key] = checked_after
+                return True
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
         if self.ctx.opts.method == method:
             self.ctx.note(
@@ -298,5 +304,9 @@ class Methods:
                 reason = f"{method}: {why or self.parse.why.get(unit.key) or 'the source is read here'}"
                 if reason not in ctx.report.method_why:
                     ctx.report.method_why.append(reason)
-            if method != "client-convert" and any(watched(c, u.fmt.format) for u in batch for c in ctx.input_columns()):
-                self._uncounted(len(batch))
+            # (chute counts them in the files whose values it checks after the server: chute.load.verify)
+            uncounted = [u for u in batch if method == "server-side" or u.key not in self.parse.verified]
+            if method != "client-convert" and any(
+                watched(c, u.fmt.format) for u in uncounted for c in ctx.input_columns()
+            ):
+                self._uncounted(len(uncounted))

@@ -33,8 +33,11 @@ from chute.capabilities import Capabilities
 from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
 from chute.load.context import LoadContext
+from chute.load.missing import record_missing
 from chute.load.posts import Posts
+from chute.load.verify import Verifier, checked_stages, missing_values
 from chute.remote.http import retry
+from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import unreplicated
 from chute.targets.staging import ATTACH_PER_STATEMENT, NO_DEDUPLICATION, copying_in, execute_ddl, stage_name
@@ -48,6 +51,8 @@ memory while it writes it); bigger ones are read here."""
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
 DROP_THREADS = 2
+CHECK_THREADS = 2
+"""Batches whose values chute checks at once (chute.load.verify)."""
 """Threads that drop the stages whose rows are in, while the next files are parsed."""
 _KEY_NAMES = re.compile(r"\b(_source|_source_mtime|_source_row|_load_id)\b")
 
@@ -88,10 +93,6 @@ def uncompressed_size(unit: Unit) -> int | None:
     return size if size >= unit.size // 2 else None
 
 
-class RowNumbersWrong(ChuteError):
-    """A stage whose `_source_row` is not 1..n (the body was cut into several blocks)."""
-
-
 @dataclass
 class Parsed:
     """What a batch's server-parse write did: rows per committed unit, and units to read here."""
@@ -118,6 +119,10 @@ class ServerParse:
         self._drops: ThreadPoolExecutor | None = None
         self._dropping: list[Future[None]] = []
         self._batches = itertools.count()
+        self.verifier = Verifier(ctx)
+        self._checks: ThreadPoolExecutor | None = None
+        self.verified: dict[str, list[Column]] = {}
+        """Units whose values chute checks after the server parsed them (chute.load.verify)."""
 
     # -- the choice -------------------------------------------------------------
 
@@ -199,15 +204,23 @@ class ServerParse:
             return False, "the server's parser would change values unchecked (see notes)"
         client = usable_cores()
         if ctx.opts.spare == "server":
+            self.verified.pop(unit.key, None)
             return False, "--spare-server: parsed here, the server only stores"
         if ctx.opts.spare == "client":
             return True, "--spare-client: the server parses what it can"
         server = self.server().cores
         if server * 2 <= client:
+            self.verified.pop(unit.key, None)
             return False, f"the server has {server} cores, this machine {client}: parsed here"
+        checked = self.verified.get(unit.key)
         return True, (
             f"the server parses {unit.fmt.format} ({unit.fmt.compression}) itself with {server} cores "
-            f"(this machine {client}); no conversion here"
+            f"(this machine {client}); "
+            + (
+                f"chute checks {', '.join(c.name for c in checked)} against its own read"
+                if checked
+                else "no conversion here"
+            )
         )
 
     def refuse(self, unit: Unit) -> None:
@@ -222,19 +235,22 @@ class ServerParse:
         cores = self.server().cores if self.ctx.fill_provenance else 1
         return max(1, min(files, max(self.ctx.target.parallel_streams, 2 * cores)))
 
-    def _pools(self) -> tuple[Posts, ThreadPoolExecutor]:
-        """The load's posting threads and the thread that drops stages (started at first use)."""
+    def _pools(self) -> tuple[Posts, ThreadPoolExecutor, ThreadPoolExecutor]:
+        """The load's posting threads, the threads that drop stages and those that check values
+        (started at first use)."""
         threads = self.streams(sys.maxsize)
         with self._lock:
-            if self._posts is None or self._drops is None:
+            if self._posts is None or self._drops is None or self._checks is None:
                 self._posts = Posts(threads)
                 self._drops = ThreadPoolExecutor(DROP_THREADS, thread_name_prefix="chute-drop")
-            return self._posts, self._drops
+                self._checks = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="chute-check")
+            return self._posts, self._drops, self._checks
 
     def close(self) -> None:
         """After the load's last batch: the posting threads end, and every stage is dropped."""
         with self._lock:
             posts, drops, self._posts, self._drops = self._posts, self._drops, None, None
+            checks, self._checks = self._checks, None
             dropping, self._dropping = self._dropping, []
         if posts is not None:
             posts.close()
@@ -242,6 +258,8 @@ class ServerParse:
             future.result()
         if drops is not None:
             drops.shutdown()
+        if checks is not None:
+            checks.shutdown()
 
     # -- the write --------------------------------------------------------------
 
@@ -338,8 +356,12 @@ class ServerParse:
         stages: dict[str, TableName] = {}
         refused: dict[str, ChuteError] = {}
         lock = threading.Lock()
-        posts, drops = self._pools()
+        posts, drops, checks = self._pools()
         order = next(self._batches)
+        verified = [u for u in batch if u.key in self.verified]
+        columns = self.verified[verified[0].key] if verified else []
+        # chute's own read of the values the server does not check, while the server parses.
+        checking = checks.submit(self.verifier.client, verified, columns) if verified else None
 
         def make(unit: Unit) -> None:
             # Named as chute.targets.staging names stages: a killed run's are dropped by the next.
@@ -402,11 +424,13 @@ class ServerParse:
             finally:
                 for future in filling:  # none still writing into a stage that is dropped
                     future.cancel() or future.exception()
-            rows = self._checked(batch, stages, refused)
+            mine = checking.result() if checking else {}
+            rows = checked_stages(ctx.target, batch, stages, refused, mine, columns)
             before_commit([u for u in batch if u.key in rows])
             if ctx.claims is not None:
                 ctx.claims.guard()  # last: nothing slow between the check and the ATTACH
             self._move_in({k: stages[k] for k, n in rows.items() if n})
+            record_missing(ctx, batch, missing_values(batch, rows, mine))
             return Parsed(rows, refused)
         finally:
             # In the background (`close` waits): the rows are in, or the batch failed. A failure
@@ -415,38 +439,6 @@ class ServerParse:
             dropping = [drops.submit(self._drop, stage) for stage in stages.values()]
             with self._lock:
                 self._dropping.extend(dropping)
-
-    def _checked(
-        self, batch: list[Unit], stages: dict[str, TableName], refused: dict[str, ChuteError]
-    ) -> dict[str, int]:
-        """Rows per filled stage whose `_source_row` is exactly 1..n (one query for all);
-        the others go to `refused`."""
-        filled = [u for u in batch if u.key not in refused and u.key in stages]
-        if not filled:
-            return {}
-        parts = []
-        for i, unit in enumerate(filled):
-            table = stages[unit.key]
-            parts.append(
-                f"SELECT {i} AS i, count() AS n, min(_source_row) AS lo, max(_source_row) AS hi, "
-                f"toString(sum(_source_row)) AS s, toString(sum(_source_row * _source_row)) AS q FROM {table.sql}"
-            )
-        rows: dict[str, int] = {}
-        for got in self.ctx.target.rows(" UNION ALL ".join(parts), context=filled[0].key):
-            unit = filled[int(got["i"])]
-            n = int(got["n"])
-            # Squares summed in UInt64 on every server version: compared modulo 2**64.
-            exact = (int(got["lo"]), int(got["hi"]), int(got["s"]), int(got["q"])) == (
-                1,
-                n,
-                n * (n + 1) // 2,
-                (n * (n + 1) * (2 * n + 1) // 6) % 2**64,
-            )
-            if n == 0 or exact:
-                rows[unit.key] = n
-            else:
-                refused[unit.key] = RowNumbersWrong(f"{unit.key}: row numbers from the server are not 1..{n}")
-        return rows
 
     def _move_in(self, stages: dict[str, TableName]) -> None:
         """Every stage's partitions into the table, in as few ALTERs as there are 100s of them."""

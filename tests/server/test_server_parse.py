@@ -18,6 +18,8 @@ import pytest
 
 import chute
 from chute.load.serverparse import ServerParse
+from chute.load.verify import Verifier, hash_sums
+from chute.sql import quote_ident
 
 from ..harness.servers import ClickHouseServer, server_query
 from .test_concurrency import _assert_exactly_once, _fresh, _load, _wait_all
@@ -41,6 +43,9 @@ def _strings(directory: Path, files: int, rows: int) -> list[Path]:
         os.utime(path, (1_760_000_000 + i, 1_760_000_000 + i))
         paths.append(path)
     return paths
+
+
+PROVENANCE = "_source String, _source_mtime DateTime, _source_row UInt64, _load_id String"
 
 
 def _rows(url: str, sql: str) -> list[list[str]]:
@@ -150,13 +155,19 @@ def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouse
     assert report.method_why and report.method_why[0].startswith("server-parse: the server parses JSONEachRow (gzip)")
     spared = chute.load([str(data)], table="t2", target=url, options=chute.LoadOptions(spare="server"))
     assert spared.methods == {"client-convert": 2} and "--spare-server" in spared.method_why[0]
-    # Integers: the server's parser would wrap values that do not fit; chute reads and checks them.
+    # Integers: the server's parser would wrap values that do not fit; chute checks what it stored.
     numbers = tmp_path / "numbers"
     numbers.mkdir()
     _write_lines(numbers / "n.json.gz", [json.dumps({"n": j}) for j in range(50)])
     checked = chute.load([str(numbers)], table="t3", target=url)
-    assert checked.methods == {"client-convert": 1}
-    assert "change values unchecked" in checked.method_why[0]
+    assert checked.methods == {"server-parse": 1}
+    assert checked.method_why[0].endswith("chute checks n against its own read"), checked.method_why
+    # Decimals have no form that both sides compute alike here: read and checked here.
+    database = url.rsplit("/", 1)[1]
+    clickhouse_server.query(f"CREATE TABLE {database}.t5 ({PROVENANCE}, n Decimal(9, 2)) ENGINE = MergeTree ORDER BY n")
+    decimals = chute.load([str(numbers)], table="t5", target=url)
+    assert decimals.methods == {"client-convert": 1}
+    assert "change values unchecked" in decimals.method_why[0]
     out = subprocess.run(
         [*_load(data, url)[:6], "t4", *_load(data, url)[7:], "--spare-client"],
         capture_output=True,
@@ -168,6 +179,88 @@ def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouse
     assert doc["method_why"] == ["server-parse: --spare-client: the server parses what it can"]
     with pytest.raises(chute.UsageError, match="--spare-server chooses a method for --method auto"):
         chute.load([str(data)], table="t", target=url, options=chute.LoadOptions(method="server-parse", spare="server"))
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_auto_lets_the_server_parse_and_checks_what_it_stored(
+    tmp_path: Path, clickhouse_server: ClickHouseServer, compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """18.16's parser stores 18446744073709551617 into UInt32 as 1 and 2024-02-30 as March 1st
+    without a word. auto lets it parse integer and date columns now, and chute reads each file
+    too: a file whose values do not fit, or whose stored values differ from chute's read, is not
+    moved in but read here, where its bad values are rejected rows; the rest stays server-parsed."""
+    data = tmp_path / "data"
+    data.mkdir()
+    good = [{"id": f"g{j}", "n": j, "d": "2024-01-01 00:00:00", "dd": "2024-03-01"} for j in range(300)]
+    bad = [{**r, "id": f"b{j}"} for j, r in enumerate(good)]
+    bad[9]["n"] = 18446744073709551617
+    bad[19]["d"] = "2024-02-30 10:00:00"
+    bad[29]["dd"] = "2024-13-45"
+    suffix = ".json.gz" if compressed else ".json"
+    _write_lines(data / f"good{suffix}", [json.dumps(r) for r in good], gz=compressed)
+    _write_lines(data / f"bad{suffix}", [json.dumps(r) for r in bad], gz=compressed)
+    url = _fresh(clickhouse_server, "checked")
+    database = url.rsplit("/", 1)[1]
+    clickhouse_server.query(
+        f"CREATE TABLE {database}.t ({PROVENANCE}, id String, n UInt32, d DateTime, dd Date) "
+        "ENGINE = MergeTree ORDER BY id"
+    )
+    report = chute.load([str(data)], table="t", target=url)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (597, 3)
+    assert report.methods == {"server-parse": 1, "client-convert": 1}, report.method_why
+    assert any("bad" in n and "3 value(s) do not fit their columns; read here instead" in n for n in report.notes)
+    assert _rows(url, "SELECT count(), countIf(id IN ('b9', 'b19', 'b29')), countIf(n = 1) FROM t") == [
+        ["597", "0", "2"]
+    ]
+    assert _rows(url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row") == [
+        ["10", "column n: 18446744073709551617 does not fit UInt32"],
+        ["20", "column d: 2024-02-30 10:00:00 does not fit DateTime"],
+        ["30", "column dd: 2024-13-45 does not fit Date"],
+    ]
+    assert _rows(url, "SELECT count(), sum(_source_row) FROM t WHERE id LIKE 'g%'") == [["300", str(300 * 301 // 2)]]
+
+    # Values the server stored otherwise than chute reads them (here: its sums over each value
+    # plus one, a stand-in for a parser that changes valid text): the file is read here.
+    def shifted(columns: list[Any]) -> list[str]:
+        return hash_sums([(f"{quote_ident(c.name)} + 1", c.type) for c in columns], "_source_row")
+
+    monkeypatch.setattr(Verifier, "server_sums", staticmethod(shifted))
+    clickhouse_server.query(f"CREATE TABLE {database}.t2 AS {database}.t")
+    again = chute.load([str(data / f"good{suffix}")], table="t2", target=url)
+    assert again.ok and again.rows_loaded == 300 and again.methods == {"client-convert": 1}
+    assert any("differ from chute's read of the file; read here instead" in n for n in again.notes), again.notes
+
+
+def test_missing_values_are_counted_in_files_whose_values_chute_checks(
+    tmp_path: Path, clickhouse_server: ClickHouseServer
+) -> None:
+    """The server gives an absent key or a null its column's default with no trace; chute's own
+    read of a file it checks counts them, so the report says what client-convert would."""
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = [
+        {"id": "a", "n": 1, "d": "2024-01-01 00:00:00"},
+        {"id": "b", "d": "2024-01-01 00:00:00"},
+        {"id": "c", "n": None, "d": "2024-01-01 00:00:00"},
+        {"id": "d", "n": 4},
+    ]
+    _write_lines(data / "m.json.gz", [json.dumps(r) for r in lines])
+    url = _fresh(clickhouse_server, "counted")
+    database = url.rsplit("/", 1)[1]
+    for table in ("t", "t2"):
+        clickhouse_server.query(
+            f"CREATE TABLE {database}.{table} ({PROVENANCE}, id String, n UInt32, d DateTime) "
+            "ENGINE = MergeTree ORDER BY id"
+        )
+    parsed = chute.load([str(data)], table="t", target=url)
+    converted = chute.load([str(data)], table="t2", target=url, options=chute.LoadOptions(method="client-convert"))
+    assert parsed.methods == {"server-parse": 1} and converted.methods == {"client-convert": 1}
+    for report in (parsed, converted):
+        assert (report.rows_loaded, report.rows_defaulted, report.defaulted_columns) == (4, 3, ["n", "d"])
+    assert not any("parsed by the server" in n for n in parsed.notes), parsed.notes
+    assert _rows(url, "SELECT id, n, toUInt32(d) FROM t ORDER BY id") == _rows(
+        url, "SELECT id, n, toUInt32(d) FROM t2 ORDER BY id"
+    )
 
 
 def test_auto_reads_floats_here_where_the_server_parses_them_off_by_an_ulp(
