@@ -8,8 +8,9 @@ its own read. Both sides sum a hash of each value with its row number; the stage
 the sums, the row count and the count of values that do not fit (none) agree. Otherwise its file is
 read here, where a value that does not fit is a rejected row with its reason.
 
-The check costs this process a read of the file (gzip and JSON: ~1 CPU-s per 1 M rows of the
-streams set) while the server parses it; client-convert costs it the whole conversion.
+The check costs this process a read of the file and the checks (~3 CPU-s per 1 M rows of the
+streams set against ~4.3 for client-convert, which also makes and compresses Native), while the
+server parses it: on two machines both work at once (bench/README.md, issue 29).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from chute.errors import ChuteError
 from chute.load.context import LoadContext
 from chute.load.missing import INPUT_ALIAS, mask_sql, watched
 from chute.load.reads import Reads
-from chute.load.values import FastRead, strip_wrappers
+from chute.load.values import SENTINEL_TEXT, FastRead, strip_wrappers
 from chute.schema import Column, structure
 from chute.sql import TableName, quote_ident
 from chute.targets.base import Target
@@ -103,7 +104,12 @@ class Verifier:
     def client(self, units: list[Unit], columns: list[Column]) -> dict[str, Fingerprint | ChuteError]:
         """chute's own read of `units` (one query for all; one per unit where that fails)."""
         try:
-            return self._read(units, columns)
+            try:
+                return self._read(units, columns, counting=False)
+            except ChuteError as exc:
+                if SENTINEL_TEXT not in str(exc):
+                    raise
+                return self._read(units, columns, counting=True)  # a value is missing: counted now
         except ChuteError:
             if len(units) == 1:
                 return {units[0].key: ValuesDiffer(f"{units[0].key}: chute's check of its values failed")}
@@ -112,15 +118,17 @@ class Verifier:
             found.update(self.client([unit], columns))
         return found
 
-    def _read(self, units: list[Unit], columns: list[Column]) -> dict[str, Fingerprint | ChuteError]:
+    def _read(self, units: list[Unit], columns: list[Column], counting: bool) -> dict[str, Fingerprint | ChuteError]:
+        """Read as the fast path reads: first with a missing value failing the read (no cost on
+        a clean file), then, `counting`, with the columns it counts read Nullable."""
         ctx, unit = self.ctx, units[0]
         fmt = unit.fmt.format
-        # Read as the fast path reads: columns whose missing values are counted read Nullable.
         flags: list[tuple[int, str]] = []
-        read_as, _, _ = self.reads.typed_columns(unit, True, flags, False, False)
+        read_as, _, _ = self.reads.typed_columns(unit, True, flags if counting else None, not counting, False)
         reads: list[FastRead] = []
         for column in columns:
-            fast = self.reads.checked_read(unit, column, counted=watched(column, fmt), whole_numbers=False)
+            counted = counting and watched(column, fmt)
+            fast = self.reads.checked_read(unit, column, counted=counted, whole_numbers=False)
             assert isinstance(fast, FastRead)
             reads.append(fast)
         raw = ", ".join(quote_ident(c.name) for c in read_as)
