@@ -38,9 +38,11 @@ from chute.units import Unit
 
 # A system-table read on servers before 19.x fails when another table goes away while
 # it is listed (ClickHouse issue 3982): read again. The missing table is someone else's.
+# Workers that share a job drop many stages at once (server-parse: one per file): ten tries,
+# 10 s of waits in all.
 _VANISHED_TABLE = re.compile(r"Table (\S+) doesn't exist")
 _SYSTEM_READ = re.compile(r"\bFROM\s+system\.", re.IGNORECASE)
-SYSTEM_READ_ATTEMPTS = 6
+SYSTEM_READ_ATTEMPTS = 10
 MUTATION_TIMEOUT_SECONDS = 600
 
 

@@ -27,6 +27,7 @@ import pytest
 
 import chute
 from chute.errors import CommitUncertain
+from chute.load.serverparse import ServerParse
 from chute.targets.staging import Stage
 
 from ..harness.cluster import ClickHouseCluster, ClusterNode
@@ -126,9 +127,13 @@ def assert_exact(cluster: ClickHouseCluster, db: str, table: str, expected: tupl
     assert total == expected, per_shard
 
 
-@pytest.mark.parametrize("sharded", [False, True], ids=["replicated", "distributed"])
+@pytest.mark.parametrize(
+    ("sharded", "method"),
+    [(False, "client-convert"), (False, "auto"), (True, "auto")],
+    ids=["replicated", "replicated-server-parse", "distributed"],
+)
 def test_commit_answer_lost_then_repaired(
-    cluster: ClickHouseCluster, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool
+    cluster: ClickHouseCluster, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool, method: str
 ) -> None:
     """The ATTACH of a batch commits but its answer is lost (CommitUncertain): the load removes
     the batch's rows by `_source` and writes it again. 18.16 takes an ATTACH of a part whose
@@ -138,7 +143,7 @@ def test_commit_answer_lost_then_repaired(
     (distributed if sharded else replicated)(cluster, db)
     data = files(tmp_path / "data", 6)
     expected = clean_checksum(cluster, db, data)
-    real = Stage._move_in
+    real, real_parsed = Stage._move_in, ServerParse._move_in
     lost: list[str] = []
 
     def answer_lost(self: Stage, counts: dict[str, int]) -> dict[str, int]:
@@ -148,9 +153,18 @@ def test_commit_answer_lost_then_repaired(
             raise CommitUncertain("connection reset after the ATTACH (injected by the test)")
         return moved
 
+    def parsed_answer_lost(self: ServerParse, stages: dict[str, Any]) -> None:
+        real_parsed(self, stages)
+        if not lost:
+            lost.append("server-parse")
+            raise CommitUncertain("connection reset after the ATTACH (injected by the test)")
+
+    # (auto lets the server parse the files of a replicated table: chute checks their values after)
     monkeypatch.setattr(Stage, "_move_in", answer_lost)
-    report = chute.load(str(data), "ev", cluster.node(0).target_url(db), options(cluster))
+    monkeypatch.setattr(ServerParse, "_move_in", parsed_answer_lost)
+    report = chute.load(str(data), "ev", cluster.node(0).target_url(db), options(cluster, method=method))
     assert lost, ("the injected failure never ran", [f.error for f in report.files], report.notes)
+    assert (lost[0] == "server-parse") == (method == "auto" and not sharded), (lost, report.methods)
     assert report.ok and report.rows_loaded == expected[0], [f.error for f in report.files]
     assert report.table_rows == expected[0]
     assert_exact(cluster, db, "ev", expected, sharded)
