@@ -16,6 +16,7 @@ server parses it: on two machines both work at once (bench/README.md, issue 29).
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +34,9 @@ from chute.units import Unit
 
 _INTEGER = re.compile(r"^U?Int(8|16|32|64)$")
 _DATETIME = re.compile(r"^DateTime(\(\s*'[^']*'\s*\))?$")
+ALIAS = f"_chute{secrets.token_hex(4)}_"
+"""The prefix of the aliases in the checks' queries: no column of a user's table is named so
+(a column `_chute_n` met an alias `_chute_n` and failed the query)."""
 _NULL_MARK = 11400714819323198485
 """Mixed into a NULL's hash, so that NULL and the type's default differ."""
 
@@ -59,13 +63,13 @@ def canonical(expr: str, type_sql: str) -> str | None:
 
 
 def hash_sums(values: list[tuple[str, str]], row: str) -> list[str]:
-    """`toString(sum(...)) AS hJ` per (SQL, type): each value hashed with its row number (UInt64
+    """`toString(sum(...)) AS <ALIAS>hJ` per (SQL, type): each value hashed with its row number (UInt64
     sums wrap alike on every version)."""
     sums = []
     for j, (expr, type_sql) in enumerate(values):
         value = canonical(expr, type_sql)
         assert value is not None
-        sums.append(f"toString(sum(intHash64({value} + intHash64(toUInt64({row}) * 64 + {j})))) AS _chute_h{j}")
+        sums.append(f"toString(sum(intHash64({value} + intHash64(toUInt64({row}) * 64 + {j})))) AS {ALIAS}h{j}")
     return sums
 
 
@@ -135,24 +139,24 @@ class Verifier:
         parts = []
         for i, one in enumerate(units):
             table = ctx.source.table_expression(one, structure(read_as), ctx.format_name(one))
-            parts.append(f"SELECT {i} AS _chute_i, {raw}, {self.reads.row_number(one, False)} AS _chute_r FROM {table}")
+            parts.append(f"SELECT {i} AS {ALIAS}i, {raw}, {self.reads.row_number(one, False)} AS {ALIAS}r FROM {table}")
         values = [(f.lenient, c.type) for f, c in zip(reads, columns, strict=True)]
         fits = " AND ".join(f"({f.fits})" for f in reads)
         mask = mask_sql(flags)  # (named MASK_COLUMN)
         sql = (
-            f"SELECT _chute_i, count() AS _chute_n, countIf(NOT ({fits})) AS _chute_unfit, "
-            f"countIf(({mask}) != 0) AS _chute_missing_rows, toString(groupBitOr({MASK_COLUMN})) AS _chute_mask, "
-            f"{', '.join(hash_sums(values, '_chute_r'))} "
-            f"FROM ({' UNION ALL '.join(parts)}) AS {INPUT_ALIAS} GROUP BY _chute_i"
+            f"SELECT {ALIAS}i, count() AS {ALIAS}n, countIf(NOT ({fits})) AS {ALIAS}unfit, "
+            f"countIf(({mask}) != 0) AS {ALIAS}missing_rows, toString(groupBitOr({MASK_COLUMN})) AS {ALIAS}mask, "
+            f"{', '.join(hash_sums(values, f'{ALIAS}r'))} "
+            f"FROM ({' UNION ALL '.join(parts)}) AS {INPUT_ALIAS} GROUP BY {ALIAS}i"
         )
         settings = {**ctx.format_settings(), "input_format_parallel_parsing": 0, "max_threads": usable_cores()}
         found: dict[str, Fingerprint | ChuteError] = {}
         for got in ctx.target.engine.rows(sql, settings, context=f"{unit.key}: checking the server's values"):
-            found[units[int(got["_chute_i"])].key] = Fingerprint(
-                int(got["_chute_n"]),
-                int(got["_chute_unfit"]),
-                tuple(str(got[f"_chute_h{j}"]) for j in range(len(columns))),
-                (int(got["_chute_missing_rows"]), int(got["_chute_mask"])),
+            found[units[int(got[f"{ALIAS}i"])].key] = Fingerprint(
+                int(got[f"{ALIAS}n"]),
+                int(got[f"{ALIAS}unfit"]),
+                tuple(str(got[f"{ALIAS}h{j}"]) for j in range(len(columns))),
+                (int(got[f"{ALIAS}missing_rows"]), int(got[f"{ALIAS}mask"])),
             )
         for one in units:  # an empty file has no group
             found.setdefault(one.key, Fingerprint(0, 0, tuple("0" for _ in columns), (0, 0)))
@@ -203,20 +207,20 @@ def checked_stages(
     sums = Verifier.server_sums(columns) if expected else []
     parts = []
     for i, unit in enumerate(filled):
-        mine = sums if unit.key in expected else [f"'' AS _chute_h{j}" for j in range(len(sums))]
+        mine = sums if unit.key in expected else [f"'' AS {ALIAS}h{j}" for j in range(len(sums))]
         parts.append(
-            f"SELECT {i} AS _chute_i, count() AS _chute_n, min(_source_row) AS _chute_lo, "
-            f"max(_source_row) AS _chute_hi, toString(sum(_source_row)) AS _chute_s, "
-            "toString(sum(_source_row * _source_row)) AS _chute_q"
+            f"SELECT {i} AS {ALIAS}i, count() AS {ALIAS}n, min(_source_row) AS {ALIAS}lo, "
+            f"max(_source_row) AS {ALIAS}hi, toString(sum(_source_row)) AS {ALIAS}s, "
+            f"toString(sum(_source_row * _source_row)) AS {ALIAS}q"
             + "".join(f", {h}" for h in mine)
             + f" FROM {stages[unit.key].sql}"
         )
     rows: dict[str, int] = {}
     for got in target.rows(" UNION ALL ".join(parts), context=filled[0].key):
-        unit = filled[int(got["_chute_i"])]
-        n = int(got["_chute_n"])
+        unit = filled[int(got[f"{ALIAS}i"])]
+        n = int(got[f"{ALIAS}n"])
         # Squares summed in UInt64 on every server version: compared modulo 2**64.
-        exact = (int(got["_chute_lo"]), int(got["_chute_hi"]), int(got["_chute_s"]), int(got["_chute_q"])) == (
+        exact = (int(got[f"{ALIAS}lo"]), int(got[f"{ALIAS}hi"]), int(got[f"{ALIAS}s"]), int(got[f"{ALIAS}q"])) == (
             1,
             n,
             n * (n + 1) // 2,
@@ -226,7 +230,7 @@ def checked_stages(
             refused[unit.key] = RowNumbersWrong(f"{unit.key}: row numbers from the server are not 1..{n}")
             continue
         differs = (
-            compare(unit, n, tuple(str(got[f"_chute_h{j}"]) for j in range(len(sums))), expected[unit.key])
+            compare(unit, n, tuple(str(got[f"{ALIAS}h{j}"]) for j in range(len(sums))), expected[unit.key])
             if unit.key in expected
             else None
         )

@@ -263,6 +263,21 @@ def test_missing_values_are_counted_in_files_whose_values_chute_checks(
     )
 
 
+def test_checked_columns_with_hostile_names(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+    """Names with quotes, backticks, spaces and non-ASCII letters, and one like the checks' own
+    aliases (`_chute_n`, which once failed the check's query), in a file with a hostile name."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [
+        {'we`ird n"ame': j, "sp ace": "2024-01-01 00:00:00", "_chute_n": 2 * j, "ünï": "2024-02-01"} for j in range(100)
+    ]
+    _write_lines(data / "h'o`s\"t ile.json.gz", [json.dumps(r) for r in rows])
+    url = _fresh(clickhouse_server, "hostile")
+    report = chute.load([str(data)], table="t", target=url)
+    assert report.ok and report.rows_loaded == 100 and report.methods == {"server-parse": 1}, report.method_why
+    assert _rows(url, "SELECT sum(`_chute_n`), count() FROM t") == [["9900", "100"]]
+
+
 def test_auto_reads_floats_here_where_the_server_parses_them_off_by_an_ulp(
     tmp_path: Path, clickhouse_server: ClickHouseServer
 ) -> None:
