@@ -642,11 +642,13 @@ def goals(by_set: dict[str, list[Result]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for ds in by_set:
         bare, emb, srv, raw = (get(ds, k) for k in ("bare", "chute_embedded", "chute_server", "raw_post"))
+        conv = get(ds, "chute_client_convert")
         split_raw, orj = get(ds, "split_raw_post"), get(ds, "py_orjson")
         entry: dict[str, Any] = {
             "P1_chute_embedded_over_bare": ratio(emb, bare),
             "P3_chute_server_over_raw_post": ratio(srv, raw),
-            "P3_wire_over_input_bytes": (srv.wire_bytes or 0) / srv.input_bytes if srv else None,
+            # (the wire goal is client-convert's: auto may send the files as they are)
+            "P3_wire_over_input_bytes": (conv.wire_bytes or 0) / conv.input_bytes if conv else None,
         }
         if orj and srv:
             entry["P2_orjson_loader_over_chute_server"] = orj.seconds / srv.seconds
@@ -707,7 +709,7 @@ def print_goals(g: dict[str, Any]) -> None:
         )
         print(
             _goal(
-                "P3 streams: chute (auto) bytes on the wire / gzip input bytes",
+                "P3 streams: chute client-convert bytes on the wire / gzip input bytes",
                 s["P3_wire_over_input_bytes"],
                 0.4,
                 False,
