@@ -46,14 +46,13 @@ from chute.units import Unit
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
 """Reading settings a server of any version knows, for the paths where it parses."""
 ONE_BLOCK_BYTES = 256 * 2**20
-"""Files up to this size uncompressed go in one insert block (the server holds the block in
-memory while it writes it); bigger ones are read here."""
+"""Files up to this size uncompressed go in one insert block (held in the server's memory)."""
 RETRIES = 4
 BACKOFF_SECONDS = 0.5
 DROP_THREADS = 2
+"""Threads that drop the stages whose rows are in, while the next files are parsed."""
 CHECK_THREADS = 2
 """Batches whose values chute checks at once (chute.load.verify)."""
-"""Threads that drop the stages whose rows are in, while the next files are parsed."""
 _KEY_NAMES = re.compile(r"\b(_source|_source_mtime|_source_row|_load_id)\b")
 
 
@@ -344,7 +343,12 @@ class ServerParse:
             f"ALTER TABLE {into.sql} {self.defaults(unit)}",
         ]
 
-    def write(self, batch: list[Unit], before_commit: Callable[[list[Unit]], None]) -> Parsed:
+    def write(
+        self,
+        batch: list[Unit],
+        before_commit: Callable[[list[Unit]], None],
+        open_quote: Callable[[TableName, list[Unit]], None],
+    ) -> Parsed:
         """Each unit into its own stage, at once; the rows checked; all moved in by one ALTER.
 
         Units the server refused (a parse error, row numbers off) are in `refused` and
@@ -426,6 +430,11 @@ class ServerParse:
                     future.cancel() or future.exception()
             mine = checking.result() if checking else {}
             rows = checked_stages(ctx.target, batch, stages, refused, mine, columns)
+            for unit in [u for u in batch if rows.get(u.key)]:
+                try:  # a CSV quote never closed took the rest of the file as one field
+                    open_quote(stages[unit.key], [unit])
+                except ChuteError as exc:
+                    refused[unit.key], _ = exc, rows.pop(unit.key)
             before_commit([u for u in batch if u.key in rows])
             if ctx.claims is not None:
                 ctx.claims.guard()  # last: nothing slow between the check and the ATTACH

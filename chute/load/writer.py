@@ -54,7 +54,7 @@ class Writer:
         def unchanged(units: list[Unit]) -> None:
             self.commit.unchanged_check(units)(None, {})
 
-        return self._repairing(batch, lambda: self.methods.parse.write(batch, unchanged))
+        return self._repairing(batch, lambda: self.methods.parse.write(batch, unchanged, self.commit.open_quote_check))
 
     def _repairing(self, batch: list[Unit], write: Callable[[], _T]) -> _T:
         for attempt in range(REPAIR_ATTEMPTS):

@@ -278,6 +278,28 @@ def test_checked_columns_with_hostile_names(tmp_path: Path, clickhouse_server: C
     assert _rows(url, "SELECT sum(`_chute_n`), count() FROM t") == [["9900", "100"]]
 
 
+@pytest.mark.parametrize("method", ["auto", "server-parse"])
+def test_an_unclosed_quote_the_server_parsed_is_read_here(
+    tmp_path: Path, clickhouse_server: ClickHouseServer, method: str
+) -> None:
+    """18.16 parses a quote never closed in a CSV file's last field as a field that runs to the end
+    of the file: the lines after it were gone, with no reject and exit 0 (text columns only, so
+    the server parsed the file). The stage's last record is looked at; such a file is read here."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "q.csv").write_text('a,s\nx,a\ny,"unterm\nz,ok\nw,ok\n')
+    url = _fresh(clickhouse_server, "quote")
+    database = url.rsplit("/", 1)[1]
+    clickhouse_server.query(
+        f"CREATE TABLE {database}.t ({PROVENANCE}, a String, s String) ENGINE = MergeTree ORDER BY a"
+    )
+    report = chute.load([str(data)], table="t", target=url, options=chute.LoadOptions(method=method))
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 3, 1), report.notes
+    assert any("a quote in the last record is never closed; read here instead" in n for n in report.notes)
+    assert _rows(url, "SELECT a, _source_row FROM t ORDER BY _source_row") == [["x", "1"], ["z", "3"], ["w", "4"]]
+    assert _rows(url, "SELECT _source_row, raw FROM t_rejects") == [["2", 'y,"unterm']]
+
+
 def test_auto_reads_floats_here_where_the_server_parses_them_off_by_an_ulp(
     tmp_path: Path, clickhouse_server: ClickHouseServer
 ) -> None:
