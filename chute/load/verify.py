@@ -3,8 +3,8 @@
 A server's text parsers wrap integers and roll dates over without a word (chute.load.values), so
 `--method auto` used to read such files here. Where each of those columns has an integer form that
 every server version computes alike (integers up to 64 bits, Date, DateTime), the server parses the
-file into its stage while chute reads the same file itself, those columns only, with the checks of
-its own read. Both sides sum a hash of each value with its row number; the stage moves in only when
+file into its stage while chute reads the same file itself and checks those columns as its own
+read does. Both sides sum a hash of each value with its row number; the stage moves in only when
 the sums, the row count and the count of values that do not fit (none) agree. Otherwise its file is
 read here, where a value that does not fit is a rejected row with its reason.
 
