@@ -92,13 +92,10 @@ class Verifier:
     def columns(self, unit: Unit, unchecked: list[str]) -> list[Column] | None:
         """The columns to check of a text file whose `unchecked` columns the server would change
         without a word: all of them, or None when one has no integer form (read here, then)."""
-        if not unit.fmt.is_text or unit.fmt.format != "JSONEachRow":
+        if unit.fmt.format != "JSONEachRow":
             return None
-        by_name = {c.name: c for c in self.ctx.input_columns()}
-        found = [by_name[n] for n in unchecked if n in by_name]
-        if len(found) != len(unchecked) or any(canonical("x", c.type) is None for c in found):
-            return None
-        return found
+        found = [c for c in self.ctx.input_columns() if c.name in unchecked]
+        return None if any(canonical("x", c.type) is None for c in found) else found
 
     @staticmethod
     def server_sums(columns: list[Column]) -> list[str]:
