@@ -67,6 +67,11 @@ class Capabilities:
     """Input formats parse Float32/Float64 text to the nearest double (26.7, PR 109086). Before,
     a fast parser that is off by an ulp now and then: 18.16 made 52 of 148,908 JSON values with two
     decimals differ (1.68 as 1.6800000000000002), so a server parsing text is not chosen for them."""
+    csv_text_like_engine: bool
+    """Its CSV parser reads text columns as the embedded engine does: an unquoted `\\N` is a NULL
+    (the default '' in a String column) and an unquoted empty field a NULL in a Nullable one (PR 6055,
+    merged for 19.13; gated there). Measured on 18.16: `\\N` stays the two characters, and the empty
+    field is ''."""
     nested_tuples: bool
     """A (named) Tuple inside Array(...), Nullable(...) or another Tuple (issue 15587: refused
     up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
@@ -98,6 +103,7 @@ class Capabilities:
             decimal256=v >= (20, 8, 0),
             checked_typed_reads=v >= (21, 9, 0),
             nested_tuples=v >= (21, 1, 0),
+            csv_text_like_engine=v >= (19, 13, 0),
             precise_floats=v >= (26, 7, 0),
             table_totals=v >= (20, 5, 0),
         )

@@ -150,17 +150,22 @@ class Methods:
     def unchecked_by_server(self, unit: Unit) -> list[str]:
         """Columns whose values a server parsing the text itself would change without a word
         (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
-        26.7: Capabilities.precise_floats); chute's own read checks them."""
+        26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
+        Capabilities.csv_text_like_engine); chute's own read checks them."""
         if not unit.fmt.is_text:
             if typed_checks(unit, self.ctx.target.capabilities):
                 return []
             fmt = unit.fmt.format
             return [c.name for c in self.ctx.input_columns() if binary_read(c.name, c.type, fmt) is not None]
-        floats = not self.ctx.target.capabilities.precise_floats
+        capabilities = self.ctx.target.capabilities
+        floats = not capabilities.precise_floats
+        texts = unit.fmt.format == "CSV" and not capabilities.csv_text_like_engine
         return [
             c.name
             for c in self.ctx.input_columns()
-            if checked(c.type) or (floats and strip_wrappers(c.type)[0] in ("Float32", "Float64"))
+            if checked(c.type)
+            or (floats and strip_wrappers(c.type)[0] in ("Float32", "Float64"))
+            or (texts and strip_wrappers(c.type)[0] in ("String", "FixedString"))
         ]
 
     def server_parses(self, unit: Unit, method: str) -> bool:
@@ -183,8 +188,9 @@ class Methods:
             )
             return True
         self.ctx.note(
-            f"{method} not used: the server's parser would wrap or clamp values of {columns} that do not "
-            f"fit without a word; chute reads and checks them (--method {method} lets the server parse)"
+            f"{method} not used: the server's parser would change values of {columns} without a word "
+            "(wrap or clamp numbers that do not fit; on servers before 19.13, keep a CSV \\N as text); "
+            f"chute reads and checks them (--method {method} lets the server parse)"
         )
         return False
 
