@@ -139,8 +139,8 @@ def check_json_lines(
         _parse_readable(engine, lines, parsed, columns, format_settings, count_missing)
         checked = materialize(
             engine,
-            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, if(isValidJSON(l.raw), 'not a JSON object', "
-            f"'invalid JSON (or invalid UTF-8)'), p.__chute_row = 0, {_json_reasons(columns)}, p.overflow) AS reason "
+            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, {_NOT_READ}, p.__chute_row = 0, "
+            f"{_json_reasons(columns)}, p.overflow) AS reason "
             f"FROM {lines.sql} AS l LEFT JOIN (SELECT __chute_row, overflow FROM {parsed.sql}) AS p "
             "ON l.row = p.__chute_row",
             {**settings, "join_use_nulls": 0},
@@ -153,6 +153,17 @@ def check_json_lines(
         engine.execute(f"DROP TABLE IF EXISTS {lines.sql}")
 
 
+_VALID = (
+    "(isValidJSON(raw) OR (match(raw, '[0-9][eE][+]?[0-9]{3}') "
+    "AND isValidJSON(replaceRegexpAll(raw, '([0-9])[eE][+]?[0-9]{3,}', '\\\\1'))))"
+)
+"""A line is JSON. The validity check takes a number past Float64's range (`1e400`) for invalid
+JSON: without its exponent such a line is checked again, and then read (its column's check
+rejects the number, or a String column keeps its text, as the fast path does)."""
+_NOT_READ = "if(isValidJSON(l.raw), 'not a JSON object', 'invalid JSON (or invalid UTF-8)')"
+"""Why a line is not read: it is no JSON object."""
+
+
 def _read_lines(
     engine: Engine, file_expression_lines: str, scratch: str, settings: dict[str, str | int | float]
 ) -> TableName:
@@ -163,7 +174,7 @@ def _read_lines(
     lines = TableName(None, f"_chute_lines_{scratch}")
     engine.execute(
         f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
-        "SELECT _row_number + 1 AS row, raw, isValidJSON(raw) AND startsWith(trimLeft(raw), '{') AS ok, "
+        f"SELECT _row_number + 1 AS row, raw, {_VALID} AND startsWith(trimLeft(raw), '{{') AS ok, "
         "empty(trimBoth(raw)) AS blank FROM ("
         "SELECT _row_number, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
         f"'\\r$', '') AS raw FROM {file_expression_lines})",

@@ -39,13 +39,14 @@ def is_temporal(type_sql: str) -> bool:
 
 def checked(type_sql: str) -> bool:
     """Types whose text the engine's parsers change instead of refusing: integers wrap
-    (`18446744073709551617` into UInt32 is 1), Float32 overflows to inf, Decimal drops
+    (`18446744073709551617` into UInt32 is 1), Float32 and Float64 overflow to inf
+    (`1e39`, `1e400`), Decimal drops
     digits past its scale, dates and times clamp or roll over (`2024-02-30`, `25:61:61`),
     and a JSON `""` is 0. Their text is read as it is and converted by `conversion`."""
     inner, _ = strip_wrappers(type_sql)
     return (
         bool(INT_RE.match(inner))
-        or inner == "Float32"
+        or inner in ("Float32", "Float64")
         or inner.startswith("Decimal")
         or is_temporal(type_sql)
         or array_element(inner) is not None
@@ -130,6 +131,8 @@ def fast_read(
     if array_element(inner) is not None:
         return _int_array_read(ident, type_sql, inner) or _array_read(ident, type_sql, json)
     missing = "NULL" if nullable else default_of(inner)
+    if inner == "Float64" and not whole_numbers:
+        return _float64_read(ident, type_sql, nullable, counted, missing)
     match = None if tsv else INT_RE.match(inner)
     if match and int(match.group(1)) > 64:
         return None  # (read as it is: a wider read costs every row; see docs/loading.md)
@@ -172,6 +175,20 @@ def fast_read(
         f"CAST({plus_check(value, f'{fits} = 0', inner)}, {quote_str(type_sql)})",
         f"({fits} != 0)",
         f"CAST({value}, {quote_str(type_sql)})",
+    )
+
+
+def _float64_read(ident: str, type_sql: str, nullable: bool, counted: bool, missing: str) -> FastRead:
+    """Float64 read as itself (its text read costs the load twice): only an infinity may be a
+    number past the range (`1e400`), so a file with one fails the fast read and the careful
+    pass tells an overflow (a rejected row) from the text of an infinity (`inf`, a value)."""
+    value = f"assumeNotNull({ident})" if counted and not nullable else ident
+    infinite = f"isInfinite({value})"
+    return FastRead(
+        "Nullable(Float64)" if nullable or counted else "Float64",
+        f"CAST({plus_check(value, infinite, 'Float64')}, {quote_str(type_sql)})",
+        f"(isNull({ident}) OR NOT {infinite})",
+        f"CAST(if({infinite}, {missing}, {value}), {quote_str(type_sql)})",
     )
 
 
@@ -340,6 +357,10 @@ def conversion(text: str, type_sql: str) -> str | None:
         number = f"isNotNull(toFloat64OrNull({t}))"  # (`.` alone is no number; its Decimal is 0)
         whole = f"if(bitAnd({exponent} BETWEEN length({fraction}) AND 40, {number}), {value}, NULL)"
         return f"if({odd}, {whole}, {plain})"
+    if inner == "Float64":
+        # Parsed, a number past the range is inf (`1e400`): only the text of an infinity is one.
+        f64 = f"toFloat64OrNull({text})"
+        return f"if(isInfinite({f64}) AND positionCaseInsensitive({text}, 'inf') = 0, NULL, {f64})"
     if inner.startswith(("Float", "Bool", "BFloat16")):
         return f"accurateCastOrNull({text}, {quote_str(inner)})"
     temporal = temporal_parts(text, inner)

@@ -229,6 +229,8 @@ SILENT = [
     ("Decimal(5, 2)", "1.25", "1.25", "1.999"),  # truncated to 1.99
     ("Decimal(5, 2)", "1.25", "1.25", "123456.1"),  # more digits than the precision
     ("Float32", "1.5", "1.5", "1e39"),  # inf
+    ("Float64", "1.5", "1.5", "1e400"),  # inf
+    ("Float64", "1.5", "1.5", "-1e400"),  # -inf
     ("Date", "2024-01-31", "2024-01-31", "2024-02-30"),  # rolls over to 2024-03-01
     ("Date", "2024-01-31", "2024-01-31", "2024-13-45"),  # 1970-01-01
     ("DateTime('UTC')", "2024-01-31 23:59:59", "2024-01-31 23:59:59", "2024-01-01 25:61:61"),  # next day
@@ -282,6 +284,38 @@ def test_a_value_the_parser_would_change_alone_is_rejected(tmp_path: Path, dest:
     rejects = rows(dest, "SELECT _source_row, raw, error FROM t_rejects")
     assert [r[0] for r in rejects] == ["301"]
     assert rejects[0][2].startswith("column c: ") and bad in rejects[0][1], rejects
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_float64_infinities_load_and_numbers_past_the_range_are_rejected(tmp_path: Path, dest: str, fmt: str) -> None:
+    """The engine parses `1e400` as inf, as it does `inf`: only the second is an infinity in
+    the input. nan and the largest finite numbers load as they are."""
+    execute(
+        dest,
+        "CREATE TABLE t (id UInt32, x Float64, y Nullable(Float64), _source String, _source_mtime DateTime, "
+        "_source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    values = [("inf", "-inf"), ("-inf", "nan"), ("1e400", "1"), ("1.7976931348623157e308", "1e-300"), ("2", "-1e400")]
+    path = tmp_path / f"floats.{fmt}"
+    if fmt == "csv":
+        path.write_text("".join(f"{i},{x},{y}\n" for i, (x, y) in enumerate(values, 1)))
+    else:
+        number = {"inf": '"inf"', "-inf": '"-inf"', "nan": '"nan"'}
+        path.write_text(
+            "".join(
+                f'{{"id": {i}, "x": {number.get(x, x)}, "y": {number.get(y, y)}}}\n'
+                for i, (x, y) in enumerate(values, 1)
+            )
+        )
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (3, 2), [f.error for f in report.files]
+    assert rows(dest, "SELECT id, toString(x), toString(y) FROM t ORDER BY id") == [
+        ["1", "inf", "-inf"],
+        ["2", "-inf", "nan"],
+        ["4", "1.7976931348623157e308", "1e-300"],
+    ]
+    rejects = rows(dest, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row")
+    assert rejects == [["3", "column x: 1e400 does not fit Float64"], ["5", "column y: -1e400 does not fit Float64"]]
 
 
 def test_json_empty_string_into_an_integer_is_rejected_and_missing_keeps_the_default(tmp_path: Path, dest: str) -> None:
