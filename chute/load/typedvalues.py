@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from chute.load.temporal import DATE_RANGE
 from chute.load.values import (
-    DATE_RANGE,
     INT_RE,
     FastRead,
     array_element,
