@@ -64,6 +64,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         spare=args.spare,
         cluster=args.cluster,
         shard_by=args.shard_by,
+        insert_via_distributed=args.insert_via_distributed,
         nodes=tuple(args.node),
         s3_endpoint=args.s3_endpoint,
         split_by=args.split_by,

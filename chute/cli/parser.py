@@ -216,6 +216,12 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         help="with --cluster: the sharding key of the Distributed table chute makes (default rand())",
     )
     p.add_argument(
+        "--insert-via-distributed",
+        action="store_true",
+        help="into a Distributed table sharded by a key: send each batch once, to the target node, whose "
+        "Distributed engine routes the rows into each shard's stage (every node of every shard must answer)",
+    )
+    p.add_argument(
         "--node",
         action="append",
         default=[],

@@ -74,7 +74,9 @@ def load(
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
-    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections, opts.nodes)
+    tgt = open_target(
+        target, opts.password_file, opts.insecure, opts.connections, opts.nodes, opts.insert_via_distributed
+    )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")

@@ -93,6 +93,9 @@ class LoadOptions:
     target's port."""
     shard_by: str = "rand()"
     """With `cluster`, the sharding key of the Distributed table chute creates."""
+    insert_via_distributed: bool = False
+    """Into a Distributed table sharded by a key: each batch is sent once, to the target node,
+    whose Distributed engine routes the rows into every shard's stage (docs/targets/cluster.md)."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""

@@ -23,20 +23,24 @@ def open_target(
     insecure: bool = False,
     connections: int = 2,
     nodes: Sequence[str] = (),
+    via_distributed: bool = False,
 ) -> Target:
-    """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory."""
+    """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory
+    (`via_distributed`: see LoadOptions.insert_via_distributed)."""
     spec = spec or os.environ.get("CHUTE_TARGET")
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(None, password_file, insecure, connections, nodes)
+        return ServerTarget(None, password_file, insecure, connections, nodes, via_distributed=via_distributed)
     spec = spec or DEFAULT_TARGET
     if spec.startswith(("http://", "https://")):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(spec, password_file, insecure, connections, nodes)
+        return ServerTarget(spec, password_file, insecure, connections, nodes, via_distributed=via_distributed)
     if "://" in spec:
         raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
+    if via_distributed:
+        raise UsageError("--insert-via-distributed needs a server target (--target http(s)://host:port)")
     from chute.targets.embedded import EmbeddedTarget
 
     return EmbeddedTarget(spec)

@@ -94,6 +94,7 @@ class ServerTarget:
         nodes: Sequence[str] = (),
         address: ServerAddress | None = None,
         connect_attempts: int = 3,
+        via_distributed: bool = False,
     ) -> None:
         self.address = address or ServerAddress.parse(url, password_file)
         if insecure and self.address.scheme == "https" and address is None:
@@ -106,6 +107,7 @@ class ServerTarget:
         version = check_connection(self.client, attempts=connect_attempts)
         self.shards = Shards(self, [self._node_address(n) for n in nodes], self._peer_at)
         """The shards of Distributed tables: where their rows are written."""
+        self.shards.via_distributed = via_distributed
         self.notes: list[str] = []
         self._caps = Capabilities.for_version(version)
         self._engine: Engine | None = None
@@ -250,6 +252,14 @@ class ServerTarget:
         `concurrent` changes nothing, and `written` stays empty); parts always move by ATTACH: a server
         has other writers, so an empty table is never swapped."""
         layout = self.layout(table)
+        if layout is not None and self.shards.via_distributed and not layout.random:
+            return self.shards.write_routed(
+                layout,
+                context,
+                lambda into, routing: self._send_selects(into, columns, selects, settings, context, routing),
+                count_by_source,
+                before_commit,
+            )
         if layout is not None:
 
             def fill(peer: ServerTarget, into: TableName, shard: Shard | None) -> None:
@@ -288,9 +298,16 @@ class ServerTarget:
             return stage.commit(count_by_source, before_commit=before_commit)
 
     def _send_selects(
-        self, into: TableName, columns: Sequence[str], selects: Sequence[str], settings: Settings, context: str
+        self,
+        into: TableName,
+        columns: Sequence[str],
+        selects: Sequence[str],
+        settings: Settings,
+        context: str,
+        server_settings: Settings | None = None,
     ) -> None:
-        """The engine's SELECTs as Native into `into`, over as many connections at once as there are."""
+        """The engine's SELECTs as Native into `into`, over as many connections at once as there
+        are (`server_settings`: the INSERT's own)."""
         column_list = ", ".join(quote_ident(c) for c in columns)
         streams = min(self.connections, len(selects))
         groups = [list(selects[i::streams]) for i in range(streams)]
@@ -299,7 +316,7 @@ class ServerTarget:
 
         def send(group: list[str]) -> None:
             body = self._native_body(" UNION ALL ".join(group), engine_settings, context)
-            self.client.insert(statement, body, context=context, native_compressed=True)
+            self.client.insert(statement, body, server_settings, context=context, native_compressed=True)
 
         if streams == 1:
             send(groups[0])

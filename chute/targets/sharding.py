@@ -18,11 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from chute.errors import ChuteError, CommitUncertain, ShardUnavailable, TransientTargetError, UsageError
-from chute.sql import TableName, quote_str
+from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.cluster import Shard, ShardLayout, replica_rows, replication, shard_layout, wait_for_replicas
 from chute.targets.engines import distributed
 from chute.targets.retries import NoNode, retrying
-from chute.targets.staging import CommitCheck, Stage
+from chute.targets.staging import CommitCheck, Stage, stage_name
 from chute.transport import ServerAddress
 
 if TYPE_CHECKING:
@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 
 Fill = Callable[["ServerTarget", TableName, Shard | None], None]
 """Fills a stage table on a node: for a shard (its rows only), or None (all rows: a random key)."""
+Send = Callable[[TableName, dict[str, str | int | float]], None]
+"""Sends every row of a batch into a table of the home node, with these settings of the server's."""
+ROUTED_SETTINGS: dict[str, str | int | float] = {"insert_distributed_sync": 1, "load_balancing": "in_order"}
+"""The route table's INSERT returns once every shard has its rows; each shard's rows go to its
+first replica that answers (the home node where it is one: prefer_localhost_replica)."""
 
 
 def where(select: str, condition: str) -> str:
@@ -57,6 +62,11 @@ class Shards:
         self._round_robin: dict[str, Iterator[int]] = {}
         self.rows_loaded: dict[tuple[str, int], int] = {}
         """Rows committed per (cluster, shard) by this load."""
+        self._nodes: dict[tuple[str, int, str], ServerTarget] = {}
+        """(host, port, cluster) of a node that answered -> the node."""
+        self.via_distributed = False
+        """--insert-via-distributed: a batch is sent once, to the home node, which routes its rows
+        into each shard's stage (`write_routed`)."""
 
     def peers(self) -> list[ServerTarget]:
         """The other nodes rows went to (not the home node)."""
@@ -90,6 +100,9 @@ class Shards:
     # -- the books, the replicas, the counts ---------------------------------------------
 
     def prepare(self, layout: ShardLayout, live_owners: Callable[[], set[str]] | None) -> None:
+        if self.via_distributed:  # route tables of a killed run (write_routed)
+            with contextlib.suppress(ChuteError):
+                Stage.drop_stale(self.home, layout.table, live_owners)
         for shard in layout.shards:
             with contextlib.suppress(ChuteError):  # a shard that is down keeps its stages for later
                 Stage.drop_stale(self.peer(layout, shard), layout.local, live_owners)
@@ -184,6 +197,7 @@ class Shards:
                     errors.append(f"{address.host}:{address.port}: {exc}")
                     continue
                 self._probed[probe] = num
+                self._nodes[probe] = peer
                 if num is not None:
                     self._peers.setdefault((cluster, num), peer)
             found = self._peers.get((cluster, shard.num))
@@ -194,6 +208,22 @@ class Shards:
             f"shard {shard.num} of cluster {cluster} ({hosts}): no node of it answers over HTTP"
             + (f" ({errors[-1]})" if errors else "; give one with --node http(s)://host:port")
         )
+
+    def replicas(self, layout: ShardLayout, shard: Shard) -> list[ServerTarget]:
+        """Every node of `shard` that answers (all candidates asked once); ShardUnavailable if none."""
+        cluster = layout.engine.cluster
+        self.peer(layout, shard)
+        with self._lock:
+            for address in self._candidates(layout):
+                probe = (address.host, address.port, cluster)
+                if probe in self._probed:
+                    continue
+                try:
+                    peer = self.home if address == self.home.address else self._connect(address)
+                    self._probed[probe], self._nodes[probe] = _shard_of(peer, cluster), peer
+                except ChuteError:
+                    continue
+            return [self._nodes[p] for p, num in self._probed.items() if num == shard.num and p in self._nodes]
 
     def on_shard(self, layout: ShardLayout, shard: Shard, call: Callable[[ServerTarget], None]) -> None:
         """`call` on a node of `shard`; where that node fails, once more on another that answers
@@ -322,6 +352,73 @@ class Shards:
                 except TransientTargetError as exc:
                     if i == 0 and not isinstance(exc, CommitUncertain):
                         raise unavailable(s, exc) from exc
+                    raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
+                with self._lock:
+                    key = (cluster, s.num)
+                    self.rows_loaded[key] = self.rows_loaded.get(key, 0) + sum(counts.values())
+                for source, n in counts.items():
+                    totals[source] = totals.get(source, 0) + n
+            return totals
+
+    def write_routed(
+        self,
+        layout: ShardLayout,
+        context: str,
+        send: Send,
+        count_by_source: bool,
+        before_commit: CommitCheck | None,
+    ) -> dict[str, int]:
+        """--insert-via-distributed: the batch crosses the wire once, into a Distributed table of
+        the home node over stages of one name, one on every node of every shard that answers;
+        the server routes each row by the table's own key (weights included) to one replica of
+        its shard. Then every stage is counted and checked, and those with rows move in, as
+        `write` does: a crash leaves nothing but stages, dropped by the next run."""
+        return retrying(lambda: self._write_routed_once(layout, context, send, count_by_source, before_commit))
+
+    def _write_routed_once(
+        self,
+        layout: ShardLayout,
+        context: str,
+        send: Send,
+        count_by_source: bool,
+        before_commit: CommitCheck | None,
+    ) -> dict[str, int]:
+        home, cluster, local = self.home, layout.engine.cluster, layout.local
+        name = stage_name(local, home.stage_owner)
+        nodes = [(s, peer) for s in layout.shards for peer in self.replicas(layout, s)]
+        with contextlib.ExitStack() as stack:
+            stages = []
+            for s, peer in nodes:
+                peer.stage_owner, peer.commit_guard = home.stage_owner, home.commit_guard
+                stage = Stage(peer, local, context, drop_sync=False, owner=home.stage_owner, name=name)
+                stages.append((s, stack.enter_context(stage)))
+            # Named as a stage of the Distributed table: a killed run's is dropped by the next (prepare).
+            route = TableName(layout.table.database, stage_name(layout.table, home.stage_owner))
+            database = local.database or str(home.rows("SELECT currentDatabase() AS d")[0]["d"])
+            home.execute(
+                f"CREATE TABLE {route.sql} AS {layout.table.sql} ENGINE = Distributed({quote_ident(cluster)}, "
+                f"{quote_ident(database)}, {quote_ident(name)}, {layout.engine.sharding_key})",
+                context=context,
+            )
+            try:
+                send(route, dict(ROUTED_SETTINGS))
+            finally:
+                with contextlib.suppress(ChuteError):
+                    home.execute(f"DROP TABLE IF EXISTS {route.sql}")
+            counted = []
+            for s, stage in stages:
+                counts = stage.checked(count_by_source)
+                if sum(counts.values()):
+                    if before_commit:
+                        before_commit(stage.table, counts)
+                    counted.append((s, stage, counts))
+            totals: dict[str, int] = {}
+            for i, (s, stage, counts) in enumerate(counted):
+                try:
+                    counts = stage.move_in(counts)
+                except TransientTargetError as exc:
+                    if i == 0 and not isinstance(exc, CommitUncertain):
+                        raise
                     raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
                 with self._lock:
                     key = (cluster, s.num)

@@ -155,8 +155,11 @@ class Stage:
         guard: Callable[[], None] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
         mutate: Callable[[TableName, str, str], None] | None = None,
+        name: str | None = None,
     ) -> None:
         self.db = db
+        self.name = name
+        """The stage's name where it is given (one name on every shard: see Shards.write_routed)."""
         self.missing = missing
         """Where given: the stage has MASK_COLUMN, and after the commit this holds per source
         (as the counts) the rows with a missing value and the OR of their masks."""
@@ -190,8 +193,7 @@ class Stage:
             f"AND name = {quote_str(self.target.table)}"
         )
         if engine and "MergeTree" in engine[0]["engine"]:
-            name = stage_name(self.target, self.owner)
-            self.table = TableName(self.target.database, name)
+            self.table = TableName(self.target.database, self.name or stage_name(self.target, self.owner))
             # A replicated target's stage is the same engine unreplicated: a copy of its
             # engine would claim the target's own ZooKeeper path and replica name.
             plain = unreplicated(str(engine[0]["engine_full"]))

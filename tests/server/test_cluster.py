@@ -135,17 +135,28 @@ def _distributed(cluster: ClickHouseCluster, db: str, name: str, over: str, key:
     )
 
 
-def test_distributed_rows_on_the_shard_of_their_key(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("via_distributed", [False, True], ids=["split here", "via distributed"])
+def test_distributed_rows_on_the_shard_of_their_key(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path, via_distributed: bool
+) -> None:
     """A Distributed table over 2 shards of 2 replicas, sharded by cityHash64(id): each shard
-    (both replicas) holds exactly the rows a Distributed insert sends it; counts exact."""
+    (both replicas) holds exactly the rows a Distributed insert sends it; counts exact. Split
+    here (each shard's rows sent to it) or sent once and routed by the target node
+    (--insert-via-distributed: the bytes of one node's load, no stage or route table left)."""
     _distributed(cluster, db, "ev", "c2x2", "cityHash64(id)")
     _distributed(cluster, db, "twin", "c2x2", "cityHash64(id)")
     data = _files(tmp_path / "data", 12)
-    report = chute.load(
-        str(data), "ev", cluster.node(0).target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster)))
-    )
+    options = chute.LoadOptions(nodes=tuple(_nodes(cluster)), insert_via_distributed=via_distributed)
+    report = chute.load(str(data), "ev", cluster.node(0).target_url(db), options)
     assert report.ok and report.rows_loaded == 12 * ROWS and report.table_rows == 12 * ROWS
     assert any("shard 2 of c2x2" in n for n in report.notes)
+    if via_distributed:
+        cluster.node(0).query(f"CREATE TABLE {db}.one {COLUMNS} ENGINE = MergeTree ORDER BY id")
+        single = chute.load(str(data), "one", cluster.node(0).target_url(db))
+        assert report.bytes_sent <= single.bytes_sent * 1.02, (report.bytes_sent, single.bytes_sent)
+    for node in cluster:
+        left = "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE '_chute_stage_%'"
+        assert _n(node, left, db) == 0
     # What a Distributed insert does with the same rows.
     cluster.node(0).query(f"INSERT INTO {db}.twin SELECT * FROM {db}.ev", insert_distributed_sync=1)
     cluster.sync_replicas("twin_local", db)
@@ -157,7 +168,7 @@ def test_distributed_rows_on_the_shard_of_their_key(cluster: ClickHouseCluster, 
         assert _n(node, f"SELECT count() FROM ev_local WHERE cityHash64(id) % 2 != {node.shard - 1}", db) == 0
         per_shard.append(got)
     assert per_shard[0] == per_shard[1] and per_shard[2] == per_shard[3] and per_shard[0] + per_shard[2] == 12 * ROWS
-    again = chute.load(str(data), "ev", cluster.node(2).target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster))))
+    again = chute.load(str(data), "ev", cluster.node(2).target_url(db), options)
     assert again.ok and again.rows_loaded == 0
 
 
