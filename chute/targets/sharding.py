@@ -100,9 +100,14 @@ class Shards:
     # -- the books, the replicas, the counts ---------------------------------------------
 
     def prepare(self, layout: ShardLayout, live_owners: Callable[[], set[str]] | None) -> None:
-        if self.via_distributed:  # route tables of a killed run (write_routed)
+        if self.via_distributed:  # a killed run's route tables, and its stages on every node (write_routed)
             with contextlib.suppress(ChuteError):
                 Stage.drop_stale(self.home, layout.table, live_owners)
+            for shard in layout.shards:
+                with contextlib.suppress(ChuteError):
+                    for peer in self.replicas(layout, shard):
+                        Stage.drop_stale(peer, layout.local, live_owners)
+            return
         for shard in layout.shards:
             with contextlib.suppress(ChuteError):  # a shard that is down keeps its stages for later
                 Stage.drop_stale(self.peer(layout, shard), layout.local, live_owners)

@@ -172,11 +172,14 @@ def test_distributed_rows_on_the_shard_of_their_key(
     assert again.ok and again.rows_loaded == 0
 
 
-def test_distributed_shard_down_then_back(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("via_distributed", [False, True], ids=["split here", "via distributed"])
+def test_distributed_shard_down_then_back(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path, via_distributed: bool
+) -> None:
     """Shard 2 down: the files fail with a message naming it, nothing of them anywhere; after
     it is back, a re-run loads them, each row once on its shard."""
     _distributed(cluster, db, "ev", "c2x1", "cityHash64(id)")
-    options = chute.LoadOptions(nodes=tuple(_nodes(cluster)))
+    options = chute.LoadOptions(nodes=tuple(_nodes(cluster)), insert_via_distributed=via_distributed)
     url = cluster.node(0).target_url(db)
     assert chute.load(str(_files(tmp_path / "a", 3)), "ev", url, options).ok
     cluster.kill_shard(2)

@@ -273,10 +273,10 @@ def kill_at_random_moments(
         time.sleep(0.05)
 
 
-def sigkill_trials(cluster: ClickHouseCluster, data: Path, sharded: bool, trials: int, seed: int) -> None:
+def sigkill_trials(cluster: ClickHouseCluster, data: Path, sharded: bool, trials: int, seed: int, *extra: str) -> None:
     """`trials` loads of `data`, each into a table of its own, all at once; each SIGKILLed at
     a random moment of its load, then run again (all at once); each table must equal a
-    clean run's, on every replica."""
+    clean run's, on every replica. `extra`: options of the killed loads and their re-runs."""
     make = distributed if sharded else replicated
     rng = random.Random(seed)
     clean_db = new_database(cluster)
@@ -287,12 +287,12 @@ def sigkill_trials(cluster: ClickHouseCluster, data: Path, sharded: bool, trials
     dbs = [new_database(cluster) for _ in range(trials)]
     for name in dbs:
         make(cluster, name)
-    procs = {name: started(cli(cluster, data, name, node=rng.choice([0, 1]))) for name in dbs}
+    procs = {name: started(cli(cluster, data, name, rng.choice([0, 1]), *extra)) for name in dbs}
     # Node 0 holds all the rows of a replicated table, about half of a sharded one.
     on_node0 = expected[0] // 2 if sharded else expected[0]
     kill_at_random_moments(cluster, list(procs.items()), "ev_local" if sharded else "ev", on_node0, rng)
     before = {name: ledger_states(cluster, name) if _has_ledger(cluster, name) else {} for name in dbs}
-    reruns = {name: started(cli(cluster, data, name, node=rng.choice([0, 1]))) for name in dbs}
+    reruns = {name: started(cli(cluster, data, name, rng.choice([0, 1]), *extra)) for name in dbs}
     for name, proc in reruns.items():
         report = finished(proc)
         assert report["ok"], (before[name], [f["error"] for f in report["files"] if f["error"]])
@@ -301,6 +301,11 @@ def sigkill_trials(cluster: ClickHouseCluster, data: Path, sharded: bool, trials
     # The kills landed inside loads: most tables were part-loaded when they came.
     cut = [b for b in before.values() if 0 < b.get("done", 0) < TRIAL_FILES or b.get("started", 0)]
     assert len(cut) >= trials // 2, before
+    if extra:  # routed: the re-run dropped the killed run's stages on every node, and its route tables
+        for node in cluster:
+            listed = ", ".join(f"'{name}'" for name in dbs)
+            left = f"SELECT count() FROM system.tables WHERE database IN ({listed}) AND name LIKE '_chute_stage_%'"
+            assert node.value(left) == "0", f"node {node.index}: stage or route tables left"
     for name in [clean_db, *dbs]:
         drop_database(cluster, name)
 
@@ -323,6 +328,15 @@ def test_sigkill_trials(cluster: ClickHouseCluster, tmp_path: Path, sharded: boo
     and into a Distributed table over 2 shards x 2 replicas (5 each): each equals a clean run."""
     data = files(tmp_path / "data", TRIAL_FILES)
     sigkill_trials(cluster, data, sharded, trials=TRIALS, seed=27 + sharded)
+
+
+@pytest.mark.slow
+@LONG_TRIAL
+def test_sigkill_trials_routed_by_the_target_node(cluster: ClickHouseCluster, tmp_path: Path) -> None:
+    """The same trials with --insert-via-distributed (3): each batch routed by node 0 or 1 into
+    stages of one name on every node; a kill leaves stages and route tables, never rows."""
+    data = files(tmp_path / "data", TRIAL_FILES)
+    sigkill_trials(cluster, data, True, 3, 29, "--insert-via-distributed")
 
 
 def loads_with_faults(
