@@ -2,7 +2,8 @@
 
 A real cluster on loopback (tests/harness/cluster.py: ZooKeeper and four 18.16 servers,
 2 shards x 2 replicas); the stream-snapshot set (gzip JSON lines). Interleaved rounds:
-  - single: `chute load DIR -t ev --target node0/db` (a MergeTree table chute makes);
+  - single: `chute load DIR -t ev --target node0/db --method client-convert` (a MergeTree
+    table chute makes; the method the shards are written with);
   - cluster by key: the same through node 0 with `--cluster c2x2 --shard-by 'cityHash64(id)'`
     (chute makes `ev_local` replicated on every node and `ev` Distributed, and writes each
     shard's table on a node of that shard: each file's rows split between the shards);
@@ -67,6 +68,10 @@ def load(cluster: ClickHouseCluster, data: Path, database: str, shard_by: str) -
         command += ["--cluster", cluster.name, "--shard-by", key, *(f"--{f}" for f in flags)]
         for node in cluster:
             command += ["--node", f"http://127.0.0.1:{node.http_port}"]
+    else:
+        # As into the shards (their rows are split or routed from chute's read): a single node
+        # would have auto let it parse the gzip files itself, another method and other bytes.
+        command += ["--method", "client-convert"]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - began
