@@ -15,7 +15,6 @@ import dataclasses
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,8 +26,9 @@ from chute.formats import FileFormat
 from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
-from chute.sql import TableName, quote_ident, quote_str, sources_filter
+from chute.sql import TableName, quote_ident, sources_filter
 from chute.targets.cluster import Shard, ShardLayout, wait_for_replicas
+from chute.targets.mutations import wait_for_mutations
 from chute.targets.rawpost import passes_through, post_file, server_settings
 from chute.targets.retries import retrying
 from chute.targets.sharding import Shards, where
@@ -43,7 +43,6 @@ from chute.units import Unit
 _VANISHED_TABLE = re.compile(r"Table (\S+) doesn't exist")
 _SYSTEM_READ = re.compile(r"\bFROM\s+system\.", re.IGNORECASE)
 SYSTEM_READ_ATTEMPTS = 10
-MUTATION_TIMEOUT_SECONDS = 600
 
 
 def conversion_settings(settings: Settings, streams: int, low_cardinality: bool) -> dict[str, str | int | float]:
@@ -219,32 +218,7 @@ class ServerTarget:
 
     def _wait_for_mutations(self, table: TableName, context: str) -> None:
         """Servers before 20.1 run mutations in the background: poll until done."""
-        database = quote_str(table.database) if table.database else "currentDatabase()"
-        deadline = time.monotonic() + MUTATION_TIMEOUT_SECONDS
-        where = f"database = {database} AND table = {quote_str(table.table)}"
-        while time.monotonic() < deadline:
-            pending = self.rows(
-                "SELECT block_numbers.partition_id AS p, block_numbers.number AS b FROM system.mutations "
-                f"WHERE {where} AND is_done = 0",
-                context=context,
-            )
-            if not pending:
-                return
-            # 18.16 may keep a replicated mutation's is_done at 0 after a replica restarted, its
-            # parts all mutated (seen in the kill trials: parts_to_do 1, an empty queue, for
-            # 10 minutes). Done is what the parts say: none older than the mutation's block.
-            oldest = {
-                str(r["partition_id"]): int(r["v"])
-                for r in self.rows(
-                    f"SELECT partition_id, min(data_version) AS v FROM system.parts WHERE {where} AND active "
-                    "GROUP BY partition_id",
-                    context=context,
-                )
-            }
-            if all(oldest.get(str(p), int(b)) >= int(b) for m in pending for p, b in zip(m["p"], m["b"], strict=True)):
-                return
-            time.sleep(0.2)
-        raise TargetError(f"{context}: the server did not finish the delete in {MUTATION_TIMEOUT_SECONDS} s")
+        wait_for_mutations(self.rows, table, context)
 
     def write_batch(
         self,

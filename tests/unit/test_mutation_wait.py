@@ -1,7 +1,8 @@
 """Waiting for a mutation on servers before 20.1 (no `mutations_sync`): done when system.mutations
 says so, or when every active part of its partitions is newer than its block. 18.16 can keep a
 replicated mutation's is_done at 0 after a replica restarted, its parts all mutated (seen in the
-kill trials); the transport is faked to reach that state, which a live server shows only by chance."""
+kill trials); the transport is faked to reach that state, which a live server shows only by chance.
+A plain MergeTree's mutation names one block for all partitions (partition '')."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from chute.errors import TargetError
 from chute.sql import TableName
-from chute.targets import server
-from chute.targets.server import ServerTarget
+from chute.targets import mutations
+from chute.targets.mutations import wait_for_mutations
 
 
 class _Answers:
@@ -21,35 +22,45 @@ class _Answers:
     def __init__(self, pending: list[dict[str, Any]], oldest: dict[str, int]) -> None:
         self.pending, self.oldest, self.asked = pending, oldest, 0
 
-    def rows(self, sql: str, settings: object = None, context: str = "") -> list[dict[str, Any]]:
+    def rows(self, sql: str, context: str = "") -> list[dict[str, Any]]:
         self.asked += 1
         if "system.mutations" in sql:
             return self.pending
         return [{"partition_id": p, "v": str(v)} for p, v in self.oldest.items()]
 
 
-def _wait(answers: _Answers) -> None:
-    ServerTarget._wait_for_mutations(answers, TableName("db", "ev"), "deleting")  # type: ignore[arg-type]
+REPLICATED = [{"p": ["0", "1", "2"], "b": ["39", "39", "37"]}]
+PLAIN = [{"p": [""], "b": ["4"]}]
 
 
-STUCK = [{"p": ["0", "1", "2"], "b": ["39", "39", "37"]}]
+@pytest.mark.parametrize(
+    ("pending", "oldest"),
+    [
+        (REPLICATED, {"0": 50, "1": 50, "2": 50}),  # all parts mutated, is_done still 0
+        (REPLICATED, {"0": 50, "2": 40}),  # partition 1 has no part left
+        (PLAIN, {"1": 5, "2": 7}),
+        ([], {}),
+    ],
+)
+def test_done_when_no_part_is_older_than_the_mutation(pending: list[dict[str, Any]], oldest: dict[str, int]) -> None:
+    answers = _Answers(pending, oldest)
+    wait_for_mutations(answers.rows, TableName("db", "ev"), "deleting")
+    assert answers.asked == (2 if pending else 1)
 
 
-def test_a_mutation_whose_parts_are_all_newer_is_done() -> None:
-    answers = _Answers(STUCK, {"0": 50, "1": 50, "2": 50})
-    _wait(answers)
-    assert answers.asked == 2
-
-
-def test_nothing_pending_is_done_at_once() -> None:
-    answers = _Answers([], {})
-    _wait(answers)
-    assert answers.asked == 1
-
-
-def test_a_part_older_than_the_mutation_keeps_it_pending(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server, "MUTATION_TIMEOUT_SECONDS", 0.5)
-    answers = _Answers(STUCK, {"0": 50, "1": 38, "2": 50})
+@pytest.mark.parametrize(
+    ("pending", "oldest"),
+    [
+        (REPLICATED, {"0": 50, "1": 38, "2": 50}),
+        (PLAIN, {"1": 1, "2": 7}),  # one block for every partition: partition 1's part is older
+        (PLAIN, {"1": 3}),
+    ],
+)
+def test_a_part_older_than_the_mutation_keeps_it_pending(
+    monkeypatch: pytest.MonkeyPatch, pending: list[dict[str, Any]], oldest: dict[str, int]
+) -> None:
+    monkeypatch.setattr(mutations, "MUTATION_TIMEOUT_SECONDS", 0.5)
+    answers = _Answers(pending, oldest)
     with pytest.raises(TargetError, match="did not finish the delete"):
-        _wait(answers)
+        wait_for_mutations(answers.rows, TableName("db", "ev"), "deleting")
     assert answers.asked >= 4
