@@ -202,7 +202,7 @@ class ServerTarget:
             self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
             return
         self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
-        self._wait_for_mutations(table, context)
+        wait_for_mutations(self.rows, table, context)  # (servers before 20.1)
 
     def _mutate_here(self, table: TableName, command: str, context: str) -> None:
         """An ALTER of a table of this server (a stage: never Distributed), waited for."""
@@ -210,15 +210,11 @@ class ServerTarget:
             self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
             return
         self.execute(f"ALTER TABLE {table.sql} {command}", context=context)
-        self._wait_for_mutations(table, context)
+        wait_for_mutations(self.rows, table, context)  # (servers before 20.1)
 
     def delete_sources(self, table: TableName, sources: Sequence[str], loads: Sequence[str] = ()) -> None:
         where = sources_filter(sources, loads)
         self.mutate(table, f"DELETE WHERE {where}", f"removing earlier rows of {len(sources)} file(s)")
-
-    def _wait_for_mutations(self, table: TableName, context: str) -> None:
-        """Servers before 20.1 run mutations in the background: poll until done."""
-        wait_for_mutations(self.rows, table, context)
 
     def write_batch(
         self,

@@ -350,20 +350,7 @@ class Shards:
                     counted[s.num] = stages[s.num].checked(count_by_source, before_commit)
                 except TransientTargetError as exc:
                     raise unavailable(s, exc) from exc
-            totals: dict[str, int] = {}
-            for i, s in enumerate(shards):
-                try:
-                    counts = stages[s.num].move_in(counted[s.num])
-                except TransientTargetError as exc:
-                    if i == 0 and not isinstance(exc, CommitUncertain):
-                        raise unavailable(s, exc) from exc
-                    raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
-                with self._lock:
-                    key = (cluster, s.num)
-                    self.rows_loaded[key] = self.rows_loaded.get(key, 0) + sum(counts.values())
-                for source, n in counts.items():
-                    totals[source] = totals.get(source, 0) + n
-            return totals
+            return self._move_in_all(cluster, [(s, stages[s.num], counted[s.num]) for s in shards], unavailable)
 
     def write_routed(
         self,
@@ -410,27 +397,40 @@ class Shards:
             finally:
                 with contextlib.suppress(ChuteError):
                     home.execute(f"DROP TABLE IF EXISTS {route.sql}")
-            counted = []
+            counted: list[tuple[Shard, Stage, dict[str, int]]] = []
             for s, stage in stages:
                 counts = stage.checked(count_by_source)
                 if sum(counts.values()):
                     if before_commit:
                         before_commit(stage.table, counts)
                     counted.append((s, stage, counts))
-            totals: dict[str, int] = {}
-            for i, (s, stage, counts) in enumerate(counted):
-                try:
-                    counts = stage.move_in(counts)
-                except TransientTargetError as exc:
-                    if i == 0 and not isinstance(exc, CommitUncertain):
+            return self._move_in_all(cluster, counted)
+
+    def _move_in_all(
+        self,
+        cluster: str,
+        counted: list[tuple[Shard, Stage, dict[str, int]]],
+        first_failed: Callable[[Shard, TransientTargetError], ChuteError] | None = None,
+    ) -> dict[str, int]:
+        """Each counted stage into its shard's table, in turn; rows per source. A failure of the
+        first (nothing moved in yet) is raised as it is, or as `first_failed` makes it; of a
+        later one, CommitUncertain."""
+        totals: dict[str, int] = {}
+        for i, (s, stage, counts) in enumerate(counted):
+            try:
+                moved = stage.move_in(counts)
+            except TransientTargetError as exc:
+                if i == 0 and not isinstance(exc, CommitUncertain):
+                    if first_failed is None:
                         raise
-                    raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
-                with self._lock:
-                    key = (cluster, s.num)
-                    self.rows_loaded[key] = self.rows_loaded.get(key, 0) + sum(counts.values())
-                for source, n in counts.items():
-                    totals[source] = totals.get(source, 0) + n
-            return totals
+                    raise first_failed(s, exc) from exc
+                raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
+            with self._lock:
+                key = (cluster, s.num)
+                self.rows_loaded[key] = self.rows_loaded.get(key, 0) + sum(moved.values())
+            for source, n in moved.items():
+                totals[source] = totals.get(source, 0) + n
+        return totals
 
 
 def _shard_of(peer: ServerTarget, cluster: str) -> int | None:
