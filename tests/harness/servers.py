@@ -7,6 +7,7 @@ directory and free ports, listens on 127.0.0.1 only, and is stopped at exit.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -70,10 +71,30 @@ USERS = """<?xml version="1.0"?>
 """
 
 
+_ISSUED: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port no other caller of this process got, below the kernel's ephemeral
+    range (outgoing connections take ports there) and in a block of its own per xdist worker.
+
+    Binding port 0 twice can give the same port when nothing holds the first one yet: a
+    cluster's node then got one port for TCP and interserver traffic and exited at start."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    block = int(worker) % 8 if worker.isdigit() else 0
+    low = 12000 + block * 2500
+    for _ in range(200):
+        port = random.randrange(low, low + 2500)
+        if port in _ISSUED:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ISSUED.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {low}-{low + 2499}")
 
 
 def available() -> bool:
