@@ -255,6 +255,11 @@ class Claims:
         )
         return max(1, int(str(found[0]["n"]))) if found else 1
 
+    def others_working(self) -> bool:
+        """Whether another worker holds a live claim on this table's units now."""
+        mine = self._tokens()
+        return any(h.token not in mine for h in self.all_live())
+
     def all_live(self) -> list[Holder]:
         """Every live claim on this table's units (claims of processes known gone left out)."""
         return [h for found in self._live(None).values() for h in found if not self._dead(h)]

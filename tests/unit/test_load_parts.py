@@ -15,7 +15,7 @@ from chute.load.ledger import LedgerEntry
 from chute.load.methods import Methods
 from chute.load.options import LoadOptions
 from chute.load.outcome import Plan
-from chute.load.plan import SHARED_BATCHES, batches, place_range, plan_units, rotated
+from chute.load.plan import ALONE_BATCHES, SHARED_BATCHES, batches, place_range, plan_units, rotated
 from chute.load.reads import Reads
 from chute.load.recovery import Recovery, Step
 from chute.load.sizing import Sizing
@@ -112,11 +112,26 @@ def test_batches_by_files_bytes_and_format() -> None:
     ]
 
 
+class _Claims:
+    def __init__(self, others: bool) -> None:
+        self.others = others
+
+    def others_working(self) -> bool:
+        return self.others
+
+
 def test_batches_where_workers_may_share_the_job() -> None:
     ctx = _ctx(WITH_PROVENANCE)
-    ctx.claims = object()  # type: ignore[assignment]
+    ctx.claims = _Claims(others=True)  # type: ignore[assignment]
     found = batches(ctx, Methods(ctx), [_unit(f"f{i}") for i in range(200)])
     assert len(found) >= SHARED_BATCHES and max(len(b) for b in found) == 25
+
+
+def test_a_worker_alone_takes_bigger_batches_and_leaves_one_for_a_later_worker() -> None:
+    ctx = _ctx(WITH_PROVENANCE)
+    ctx.claims = _Claims(others=False)  # type: ignore[assignment]
+    found = batches(ctx, Methods(ctx), [_unit(f"f{i}") for i in range(20)])
+    assert [len(b) for b in found] == [10, 10] and ALONE_BATCHES == 2
 
 
 def test_rotation_starts_at_a_whole_file() -> None:
