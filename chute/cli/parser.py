@@ -201,7 +201,7 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         dest="spare",
         action="store_const",
         const="client",
-        help="with --method auto: let the server parse every file it can, leave this machine's cores free",
+        help="with --method auto: let the server parse every file it can (chute checks its integers and dates)",
     )
     p.add_argument(
         "--cluster",

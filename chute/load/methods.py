@@ -170,17 +170,22 @@ class Methods:
 
     def server_parses(self, unit: Unit, method: str) -> bool:
         """May the server parse `unit`'s text itself? Asked for (--method {method}): yes, with a
-        note naming the columns it does not check. Chosen by auto: where it checks them all, or
-        where chute checks the values it stored against its own read (server-parse)."""
+        note naming the columns it does not check. Chosen by auto: where it checks them all, or,
+        with --spare-client, where chute checks the values it stored against its own read of
+        those columns (chute.load.verify). Without it auto reads such files here: that read costs
+        this machine what client-convert does, and the server a parse more (bench/README.md)."""
         unchecked = self.unchecked_by_server(unit)
         if not unchecked:
             return True
-        if method == "server-parse" and self.ctx.opts.method == "auto" and self.ctx.fill_provenance:
+        spare_client = self.ctx.opts.spare == "client"
+        if method == "server-parse" and self.ctx.opts.method == "auto" and self.ctx.fill_provenance and spare_client:
             checked_after = self.parse.verifier.columns(unit, unchecked)
             if checked_after is not None:  # chute checks what the server stored (chute.load.verify)
                 self.parse.verified[unit.key] = checked_after
                 return True
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
+        also = "; --spare-client lets it parse integers and dates while chute checks them"
+        also = also if method == "server-parse" else ""
         if self.ctx.opts.method == method:
             self.ctx.note(
                 f"--method {method}: the server parses values itself; out-of-range values of {columns} "
@@ -190,7 +195,7 @@ class Methods:
         self.ctx.note(
             f"{method} not used: the server's parser would change values of {columns} without a word "
             "(wrap or clamp numbers that do not fit; on servers before 19.13, keep a CSV \\N as text); "
-            f"chute reads and checks them (--method {method} lets the server parse)"
+            f"chute reads and checks them (--method {method} lets the server parse{also})"
         )
         return False
 

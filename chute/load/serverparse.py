@@ -203,23 +203,17 @@ class ServerParse:
             return False, "the server's parser would change values unchecked (see notes)"
         client = usable_cores()
         if ctx.opts.spare == "server":
-            self.verified.pop(unit.key, None)
             return False, "--spare-server: parsed here, the server only stores"
         if ctx.opts.spare == "client":
-            return True, "--spare-client: the server parses what it can"
+            checked = self.verified.get(unit.key)
+            also = f"; chute checks {', '.join(c.name for c in checked)} against its own read" if checked else ""
+            return True, "--spare-client: the server parses what it can" + also
         server = self.server().cores
         if server * 2 <= client:
-            self.verified.pop(unit.key, None)
             return False, f"the server has {server} cores, this machine {client}: parsed here"
-        checked = self.verified.get(unit.key)
         return True, (
             f"the server parses {unit.fmt.format} ({unit.fmt.compression}) itself with {server} cores "
-            f"(this machine {client}); "
-            + (
-                f"chute checks {', '.join(c.name for c in checked)} against its own read"
-                if checked
-                else "no conversion here"
-            )
+            f"(this machine {client}); no conversion here"
         )
 
     def refuse(self, unit: Unit) -> None:
