@@ -129,7 +129,7 @@ def assert_exact(cluster: ClickHouseCluster, db: str, table: str, expected: tupl
 
 @pytest.mark.parametrize(
     ("sharded", "method"),
-    [(False, "client-convert"), (False, "auto"), (True, "auto")],
+    [(False, "client-convert"), (False, "server-parse"), (True, "auto")],
     ids=["replicated", "replicated-server-parse", "distributed"],
 )
 def test_commit_answer_lost_then_repaired(
@@ -159,12 +159,11 @@ def test_commit_answer_lost_then_repaired(
             lost.append("server-parse")
             raise CommitUncertain("connection reset after the ATTACH (injected by the test)")
 
-    # (auto lets the server parse the files of a replicated table: chute checks their values after)
     monkeypatch.setattr(Stage, "_move_in", answer_lost)
     monkeypatch.setattr(ServerParse, "_move_in", parsed_answer_lost)
     report = chute.load(str(data), "ev", cluster.node(0).target_url(db), options(cluster, method=method))
     assert lost, ("the injected failure never ran", [f.error for f in report.files], report.notes)
-    assert (lost[0] == "server-parse") == (method == "auto" and not sharded), (lost, report.methods)
+    assert (lost[0] == "server-parse") == (method == "server-parse"), (lost, report.methods)
     assert report.ok and report.rows_loaded == expected[0], [f.error for f in report.files]
     assert report.table_rows == expected[0]
     assert_exact(cluster, db, "ev", expected, sharded)
