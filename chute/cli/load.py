@@ -54,6 +54,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         add_columns=args.add_columns,
         on_change=args.on_change,
         batch_bytes=int(args.batch_mb * 2**20),
+        batch_files=args.batch_files,
         password_file=args.password_file,
         insecure=args.insecure,
         connections=args.connections,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from chute import __version__
-from chute.load import DEFAULT_BATCH_BYTES, METHODS, ON_CHANGE
+from chute.load import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_FILES, METHODS, ON_CHANGE
 from chute.load.claims import DEFAULT_LEASE_SECONDS
 
 
@@ -178,6 +178,13 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         type=int,
         default=DEFAULT_BATCH_BYTES // 2**20,
         help=f"MiB of input per insert batch (default {DEFAULT_BATCH_BYTES // 2**20})",
+    )
+    p.add_argument(
+        "--batch-files",
+        type=int,
+        default=DEFAULT_BATCH_FILES,
+        help=f"files per insert batch at most (default {DEFAULT_BATCH_FILES}; into a server, a worker alone on a job "
+        "takes its files in two batches, else in eight)",
     )
     p.add_argument(
         "--method",

@@ -117,6 +117,8 @@ def _check_options(opts: LoadOptions) -> None:
     """A wrong request fails before anything is opened, in one line."""
     if opts.method not in METHODS:
         raise UsageError(f"--method must be one of {', '.join(METHODS)}")
+    if opts.batch_files < 1:
+        raise UsageError(f"batch files must be at least 1, not {opts.batch_files}")
     if opts.spare is not None and opts.spare not in SPARE:
         raise UsageError(f"spare must be one of {', '.join(SPARE)}")
     if opts.spare is not None and opts.method != "auto":

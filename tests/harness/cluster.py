@@ -89,6 +89,15 @@ CLUSTER_CONFIG = """    <interserver_http_port>{interserver_port}</interserver_h
     <distributed_ddl>
         <path>{ddl_path}</path>
     </distributed_ddl>
+    <!-- A replica killed while it fetched a part keeps the fetch's tmp_ directory, and after its
+         restart 18.16 retries the fetch into the same name for good ("Directory
+         tmp_replace_from_fetch_... already exists") until the directory is older than
+         temporary_directories_lifetime (a day by default), looked for every cleanup_delay_period.
+         The trials kill replicas mid-load: here such directories go after 10 s. -->
+    <merge_tree>
+        <temporary_directories_lifetime>10</temporary_directories_lifetime>
+        <cleanup_delay_period>5</cleanup_delay_period>
+    </merge_tree>
 """
 
 

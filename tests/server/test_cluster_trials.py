@@ -302,6 +302,9 @@ def sigkill_trials(
     for name in dbs:
         make(cluster, name)
     extra = {name: options[i % len(options)] for i, name in enumerate(dbs)}
+    # Batches of 3 files (8 commits a load, as the default gives where workers share a job):
+    # more moments between commits for the kills to land in.
+    extra = {name: ("--batch-files", "3", *more) for name, more in extra.items()}
     procs = {name: started(cli(cluster, data, name, rng.choice([0, 1]), *extra[name])) for name in dbs}
     # Node 0 holds all the rows of a replicated table, about half of a sharded one.
     on_node0 = expected[0] // 2 if sharded else expected[0]
