@@ -81,6 +81,8 @@ class LoadContext:
     """Origins a server target was probed for: why it cannot read them itself (None: it can)."""
     single_batch: bool = False
     """The load is one batch: nothing else writes the table while it commits."""
+    lanes: int = 1
+    """Batches written at once: they share the target's streams (chute.load.reads.Reads.selects)."""
     deferred: list[tuple[Unit, ChuteError]] = field(default_factory=list)
     """Units the engine named in a failed batch, waiting for their careful pass."""
     missing: dict[str, tuple[int, int]] = field(default_factory=dict)

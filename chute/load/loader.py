@@ -147,6 +147,11 @@ class Loader:
         if passed:
             single = all(len(b) == 1 for b in found)
             streams = self.methods.parse.streams(len(found)) if single else min(PARSED_LANES, len(found))
+        elif not any(b[0].is_range for b in found):
+            # Batches this engine reads: as many at once as the target has streams, each on its
+            # share of them, so that one's round trips (claims, stage, ATTACH, ledger) overlap
+            # the other's rows on the wire (a file's byte ranges go in order, one at a time).
+            streams = ctx.lanes = max(1, min(ctx.target.parallel_streams, len(found)))
         progress = _Progress(ctx, plan)
 
         def one(batch: list[Unit]) -> None:
@@ -163,9 +168,11 @@ class Loader:
                     with ThreadPoolExecutor(streams) as pool:
                         for future in [pool.submit(one, b) for b in found]:
                             future.result()
+                ctx.lanes = 1
                 if self.sharing is not None:
                     self.sharing.load_waiting(one, lambda units: batches(ctx, self.methods, units))
             finally:
+                ctx.lanes = 1
                 self.methods.parse.close()  # its posting threads end; its stages are dropped
         if self.sharing is not None:
             self.sharing.drop_stale_stages()  # a worker killed meanwhile left its stage behind

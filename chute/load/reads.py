@@ -131,7 +131,7 @@ class Reads:
         schedules better than a UNION ALL of one call per file.
         """
         parallel, block = self.parallel_parsing(batch), self.first_block(batch)
-        streams = min(self.ctx.target.parallel_streams, len(batch))
+        streams = min(max(1, self.ctx.target.parallel_streams // self.ctx.lanes), len(batch))
         selects: list[str] = []
         for group in (batch[i::streams] for i in range(streams)):
             by_format: dict[str, list[Unit]] = {}

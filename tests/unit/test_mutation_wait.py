@@ -64,3 +64,40 @@ def test_a_part_older_than_the_mutation_keeps_it_pending(
     with pytest.raises(TargetError, match="did not finish the delete"):
         wait_for_mutations(answers.rows, TableName("db", "ev"), "deleting")
     assert answers.asked >= 4
+
+
+class _Deleting:
+    """A server whose DELETE takes effect only on the `works`-th time (18.16 skipped one of two
+    made at once for some parts, calling both done): counts of what the DELETE names."""
+
+    def __init__(self, works: int) -> None:
+        self.works, self.sent = works, 0
+
+    def rows(self, sql: str, settings: Any = None, context: str = "") -> list[dict[str, Any]]:
+        if "system.mutations" in sql:
+            return []  # every mutation done, as the server says
+        return [{"n": "0" if self.sent >= self.works else "169"}]
+
+    def execute(self, sql: str, settings: Any = None, context: str = "") -> None:
+        assert sql.startswith("ALTER TABLE `ev` DELETE WHERE _source IN ('a')")
+        self.sent += 1
+
+
+@pytest.mark.parametrize("works", [1, 2, 3])
+def test_a_delete_whose_rows_are_still_there_is_sent_again(works: int) -> None:
+    from chute.targets.server import ServerTarget
+
+    server = _Deleting(works)
+    server.execute("ALTER TABLE `ev` DELETE WHERE _source IN ('a')")
+    ServerTarget._deleted(server, TableName("", "ev"), "DELETE WHERE _source IN ('a')", "test")  # type: ignore[arg-type]
+    assert server.sent == works
+
+
+def test_a_delete_that_never_takes_fails_the_unit() -> None:
+    from chute.targets.server import DELETE_ATTEMPTS, ServerTarget
+
+    server = _Deleting(works=99)
+    server.sent = 1
+    with pytest.raises(TargetError, match="169 row\\(s\\) still there after 3 deletes"):
+        ServerTarget._deleted(server, TableName("", "ev"), "DELETE WHERE _source IN ('a')", "test")  # type: ignore[arg-type]
+    assert server.sent == 1 + DELETE_ATTEMPTS
