@@ -184,8 +184,8 @@ class Methods:
                 self.parse.verified[unit.key] = checked_after
                 return True
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
-        also = "; --spare-client lets it parse integers and dates while chute checks them"
-        also = also if method == "server-parse" else ""
+        spare = "; --spare-client lets it parse integers and dates while chute checks them"
+        also = spare if method == "server-parse" else ""
         if self.ctx.opts.method == method:
             self.ctx.note(
                 f"--method {method}: the server parses values itself; out-of-range values of {columns} "

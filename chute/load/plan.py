@@ -92,8 +92,12 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
     if ctx.claims is not None:
         # Other workers may share the job: enough batches for each to take some.
         parsed = bool(units) and ctx.fill_provenance and all(methods.pass_through([u]) for u in units)
-        alone = parsed or not ctx.claims.others_working()
-        share = SHARED_PARSED_BATCHES if parsed else ALONE_BATCHES if alone else SHARED_BATCHES
+        if parsed:
+            share = SHARED_PARSED_BATCHES
+        elif ctx.claims.others_working():
+            share = SHARED_BATCHES
+        else:
+            share = ALONE_BATCHES
         files = min(files, max(1, -(-len(units) // share)))
     for unit in units:
         if current and (
