@@ -162,6 +162,14 @@ class Engine:
 
     def stream(self, sql: str, fmt: str, settings: Settings | None = None, context: str = "") -> Iterator[bytes]:
         """Run a query and yield its output block by block (bounded memory)."""
+        for view, _owner in self.stream_views(sql, fmt, settings, context):
+            yield bytes(view)
+
+    def stream_views(
+        self, sql: str, fmt: str, settings: Settings | None = None, context: str = ""
+    ) -> Iterator[tuple[memoryview, object]]:
+        """`stream` without a copy of each block: (the block's bytes, the engine's result that owns
+        them). The view is valid only while its owner is referenced: keep the pair together."""
         try:
             result = self._connection().send_query(sql + render_settings(settings), fmt)
         except Exception as exc:
@@ -174,7 +182,7 @@ class Engine:
                     raise translate_engine_error(exc, context) from exc
                 if chunk is None:
                     return
-                yield chunk.bytes()
+                yield chunk.get_memview().view(), chunk
         finally:
             with contextlib.suppress(Exception):
                 result.close()

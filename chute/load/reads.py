@@ -107,6 +107,19 @@ class Reads:
         values.update({k: v for k, v in ctx.source.provenance_expressions(unit, row_expression).items() if k in wanted})
         return {name: (expr, types[name]) for name, expr in values.items()}
 
+    def constants(self, batch: list[Unit]) -> dict[str, str]:
+        """Provenance columns of type String with one value for the whole batch (see
+        Target.write_batch): the load id, and a single file's name where it is a literal."""
+        unit = batch[0]
+        constant = {"_load_id": quote_str(self.ctx.load_id)}
+        if len(batch) == 1:
+            constant["_source"] = quote_str(unit.source_name)
+        return {
+            name: expr
+            for name, (expr, t) in self.provenance(unit, "0").items()
+            if t == "String" and constant.get(name) == expr
+        }
+
     def counting(self, batch: list[Unit]) -> bool:
         """Whether the batch's missing values are counted (chute.load.missing): its format can
         hold them, the table has columns that take a default for them, and it loads through a

@@ -168,6 +168,7 @@ class Writer:
                     before_commit=self.commit.unchanged_check(batch, fix_rows=fix_rows, null_check_off=check_off),
                     swap_if_empty=self.ctx.single_batch,
                     missing=missing,
+                    constants=self.reads.constants(batch),
                 )
         except ChuteError as exc:
             if not probe or SENTINEL_TEXT not in str(exc):

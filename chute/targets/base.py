@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from chute.capabilities import Capabilities
@@ -103,9 +103,14 @@ class Target(Protocol):
         swap_if_empty: bool = False,
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
+        constants: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false).
+
+        `constants`: columns whose value is the same for every row of the batch (column ->
+        SQL expression of the column's type). The SELECTs give them too; a target may leave
+        them out of what it sends and fill them where the rows land.
 
         `missing`: the last column is staging.MASK_COLUMN (the table lacks it; only for a
         table that stages); after the commit it holds, keyed as the counts, the rows with a

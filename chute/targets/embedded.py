@@ -7,7 +7,7 @@ failed insert never leaves part of a batch in the target table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -119,6 +119,7 @@ class EmbeddedTarget:
         swap_if_empty: bool = False,
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
+        constants: Mapping[str, str] | None = None,  # in this process a constant costs nothing to pass on
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}

@@ -15,7 +15,7 @@ import dataclasses
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,7 +32,7 @@ from chute.targets.mutations import wait_for_mutations
 from chute.targets.rawpost import passes_through, post_file, server_settings
 from chute.targets.retries import retrying
 from chute.targets.sharding import Shards, where
-from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
+from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage, unsent
 from chute.transport import HttpClient, ServerAddress, check_connection
 from chute.units import Unit
 
@@ -248,6 +248,7 @@ class ServerTarget:
         swap_if_empty: bool = False,
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
+        constants: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole.
 
@@ -256,23 +257,21 @@ class ServerTarget:
         has other writers, so an empty table is never swapped."""
         layout = self.layout(table)
         if layout is not None and self.shards.via_distributed and not layout.random:
-            return self.shards.write_routed(
-                layout,
-                context,
-                lambda into, routing: self._send_selects(into, columns, selects, settings, context, routing),
-                count_by_source,
-                before_commit,
-            )
+
+            def send(into: TableName, routing: Settings, filled: Mapping[str, str]) -> None:
+                self._send_selects(into, *unsent(columns, selects, filled), settings, context, routing)
+
+            return self.shards.write_routed(layout, context, send, count_by_source, before_commit, constants)
         if layout is not None:
 
-            def fill(peer: ServerTarget, into: TableName, shard: Shard | None) -> None:
+            def fill(peer: ServerTarget, into: TableName, shard: Shard | None, filled: Mapping[str, str]) -> None:
                 routed = selects if shard is None else [where(s, layout.condition(shard)) for s in selects]
-                peer._send_selects(into, columns, routed, settings, context)
+                peer._send_selects(into, *unsent(columns, routed, filled), settings, context)
 
-            return self.shards.write(layout, context, fill, count_by_source, before_commit)
+            return self.shards.write(layout, context, fill, count_by_source, before_commit, constants)
         return retrying(
             lambda: self._write_once(
-                table, columns, selects, settings, count_by_source, context, before_commit, missing
+                table, columns, selects, settings, count_by_source, context, before_commit, missing, constants
             )
         )
 
@@ -286,6 +285,7 @@ class ServerTarget:
         context: str,
         before_commit: CommitCheck | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
+        constants: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         with Stage(
             self,
@@ -296,8 +296,9 @@ class ServerTarget:
             guard=self.commit_guard,
             missing=missing,
             mutate=self._mutate_here,
+            defaults=constants,
         ) as stage:
-            self._send_selects(stage.table or table, columns, selects, settings, context)
+            self._send_selects(stage.table or table, *unsent(columns, selects, stage.defaults), settings, context)
             return stage.commit(count_by_source, before_commit=before_commit)
 
     def _send_selects(
@@ -330,7 +331,7 @@ class ServerTarget:
 
     def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
         try:
-            for framed in pipelined(self.engine.stream(select, "Native", settings, context), NativeCompressor()):
+            for framed in pipelined(self.engine.stream_views(select, "Native", settings, context), NativeCompressor()):
                 with self._sent_lock:
                     self._sent += len(framed)
                 yield framed
@@ -354,7 +355,7 @@ class ServerTarget:
         layout = self.layout(table)
         if layout is not None:
             # Each shard's node reads the source itself and keeps its own rows.
-            def fill(peer: ServerTarget, into: TableName, shard: Shard | None) -> None:
+            def fill(peer: ServerTarget, into: TableName, shard: Shard | None, _: Mapping[str, str]) -> None:
                 routed = select if shard is None else where(select, layout.condition(shard))
                 peer.execute(f"INSERT INTO {into.sql} ({column_list}) {routed}", settings, context)
 
@@ -410,7 +411,7 @@ class ServerTarget:
             return self.shards.write(
                 layout,
                 context,
-                lambda peer, into, _: peer.insert_file(
+                lambda peer, into, _shard, _filled: peer.insert_file(
                     into, columns, unit, format_name, server_settings(settings), context, sized=False
                 ),
                 False,

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -28,10 +28,12 @@ from chute.transport import ServerAddress
 if TYPE_CHECKING:
     from chute.targets.server import ServerTarget
 
-Fill = Callable[["ServerTarget", TableName, Shard | None], None]
-"""Fills a stage table on a node: for a shard (its rows only), or None (all rows: a random key)."""
-Send = Callable[[TableName, dict[str, str | int | float]], None]
-"""Sends every row of a batch into a table of the home node, with these settings of the server's."""
+Fill = Callable[["ServerTarget", TableName, Shard | None, Mapping[str, str]], None]
+"""Fills a stage table on a node: for a shard (its rows only), or None (all rows: a random key);
+the stage itself fills the columns of the mapping (Stage.defaults): they are not sent."""
+Send = Callable[[TableName, dict[str, str | int | float], Mapping[str, str]], None]
+"""Sends every row of a batch into a table of the home node, with these settings of the server's;
+that table fills the columns of the mapping itself: they are not sent."""
 ROUTED_SETTINGS: dict[str, str | int | float] = {"insert_distributed_sync": 1, "load_balancing": "in_order"}
 """The route table's INSERT returns once every shard has its rows; each shard's rows go to its
 first replica that answers (the home node where it is one: prefer_localhost_replica)."""
@@ -284,11 +286,13 @@ class Shards:
         fill: Fill,
         count_by_source: bool,
         before_commit: CommitCheck | None,
+        constants: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         """Write a batch into a Distributed table's shards, all-or-nothing per batch as far as
         the servers allow: every shard's stage is filled (at once) before any is attached, so
-        a shard that is down or fails while rows are sent leaves nothing anywhere."""
-        return retrying(lambda: self._write_once(layout, context, fill, count_by_source, before_commit))
+        a shard that is down or fails while rows are sent leaves nothing anywhere.
+        `constants`: as Target.write_batch's, filled by each stage."""
+        return retrying(lambda: self._write_once(layout, context, fill, count_by_source, before_commit, constants))
 
     def _write_once(
         self,
@@ -297,6 +301,7 @@ class Shards:
         fill: Fill,
         count_by_source: bool,
         before_commit: CommitCheck | None,
+        constants: Mapping[str, str] | None,
     ) -> dict[str, int]:
         home, cluster = self.home, layout.engine.cluster
         shards = [self._next_shard(layout)] if layout.random else list(layout.shards)
@@ -325,6 +330,7 @@ class Shards:
                             drop_sync=False,
                             owner=home.stage_owner,
                             guard=home.commit_guard,
+                            defaults=constants,
                         )
                     )
                 except TransientTargetError as exc:
@@ -332,7 +338,8 @@ class Shards:
 
             def one(s: Shard) -> None:
                 try:
-                    fill(peers[s.num], stages[s.num].table or layout.local, None if layout.random else s)
+                    stage = stages[s.num]
+                    fill(peers[s.num], stage.table or layout.local, None if layout.random else s, stage.defaults)
                 except TransientTargetError as exc:
                     raise unavailable(s, exc) from exc
 
@@ -359,13 +366,18 @@ class Shards:
         send: Send,
         count_by_source: bool,
         before_commit: CommitCheck | None,
+        constants: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         """--insert-via-distributed: the batch crosses the wire once, into a Distributed table of
         the home node over stages of one name, one on every node of every shard that answers;
         the server routes each row by the table's own key (weights included) to one replica of
         its shard. Then every stage is counted and checked, and those with rows move in, as
-        `write` does: a crash leaves nothing but stages, dropped by the next run."""
-        return retrying(lambda: self._write_routed_once(layout, context, send, count_by_source, before_commit))
+        `write` does: a crash leaves nothing but stages, dropped by the next run.
+        `constants` (as Target.write_batch's) are filled by the route table: a Distributed
+        table fills the columns an INSERT leaves out with its own defaults, then routes."""
+        return retrying(
+            lambda: self._write_routed_once(layout, context, send, count_by_source, before_commit, constants)
+        )
 
     def _write_routed_once(
         self,
@@ -374,6 +386,7 @@ class Shards:
         send: Send,
         count_by_source: bool,
         before_commit: CommitCheck | None,
+        constants: Mapping[str, str] | None,
     ) -> dict[str, int]:
         home, cluster, local = self.home, layout.engine.cluster, layout.local
         name = stage_name(local, home.stage_owner)
@@ -393,7 +406,11 @@ class Shards:
                 context=context,
             )
             try:
-                send(route, dict(ROUTED_SETTINGS))
+                filled = dict(constants or {})
+                if filled:
+                    defaults = ", ".join(f"MODIFY COLUMN {quote_ident(n)} DEFAULT {e}" for n, e in filled.items())
+                    home.execute(f"ALTER TABLE {route.sql} {defaults}", context=context)
+                send(route, dict(ROUTED_SETTINGS), filled)
             finally:
                 with contextlib.suppress(ChuteError):
                     home.execute(f"DROP TABLE IF EXISTS {route.sql}")

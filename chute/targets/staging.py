@@ -12,7 +12,7 @@ import contextvars
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -138,6 +138,17 @@ def stage_owner(suffix: str) -> str:
     return suffix.split("_", 1)[0] if "_" in suffix else ""
 
 
+def unsent(columns: Sequence[str], selects: Sequence[str], filled: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """The columns and SELECTs to send where the receiving table fills `filled` itself: one
+    value a batch, not a value a row (a load id is 33 bytes a row to encode, compress, send
+    and parse)."""
+    if not filled:
+        return list(columns), list(selects)
+    sent = [c for c in columns if c not in filled]
+    listed = ", ".join(quote_ident(c) for c in sent)
+    return sent, [f"SELECT {listed} FROM ({select})" for select in selects]
+
+
 class Stage:
     """A stage table for one batch; `table` is None when the target cannot stage."""
 
@@ -156,8 +167,13 @@ class Stage:
         missing: dict[str, tuple[int, int]] | None = None,
         mutate: Callable[[TableName, str, str], None] | None = None,
         name: str | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> None:
         self.db = db
+        self.defaults: dict[str, str] = {}
+        """Column -> SQL expression the stage fills it with (set where it stages): the caller
+        leaves these columns out of its inserts (`defaults` as given: the wish)."""
+        self._wanted_defaults = dict(defaults or {})
         self.name = name
         """The stage's name where it is given (one name on every shard: see Shards.write_routed)."""
         self.missing = missing
@@ -207,10 +223,15 @@ class Stage:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
                 assignments = ", ".join(f"{quote_ident(k)} = {_literal(v)}" for k, v in self.part_settings.items())
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
+            commands = [
+                f"MODIFY COLUMN {quote_ident(name)} DEFAULT {expression}"
+                for name, expression in self._wanted_defaults.items()
+            ]
             if self.missing is not None:
-                self.db.execute(
-                    f"ALTER TABLE {self.table.sql} ADD COLUMN {quote_ident(MASK_COLUMN)} UInt64", context=self.context
-                )
+                commands.append(f"ADD COLUMN {quote_ident(MASK_COLUMN)} UInt64")
+            if commands:
+                self.db.execute(f"ALTER TABLE {self.table.sql} {', '.join(commands)}", context=self.context)
+                self.defaults = dict(self._wanted_defaults)
             if self.hold_merges:
                 # Merging parts that move into the target anyway would take cores from the load.
                 self.db.execute(f"SYSTEM STOP MERGES {self.table.sql}", context=self.context)

@@ -166,6 +166,9 @@ def test_distributed_rows_on_the_shard_of_their_key(
         assert got == _n(node, "SELECT count() FROM twin_local", db)
         assert _n(node, "SELECT count() FROM ev_local WHERE id NOT IN (SELECT id FROM twin_local)", db) == 0
         assert _n(node, f"SELECT count() FROM ev_local WHERE cityHash64(id) % 2 != {node.shard - 1}", db) == 0
+        # The load id is filled where the rows land (the stage, or the route table), not sent per row.
+        wrong = f"SELECT count() FROM ev_local WHERE _load_id != '{report.load_id}' OR _source = ''"
+        assert _n(node, wrong, db) == 0
         per_shard.append(got)
     assert per_shard[0] == per_shard[1] and per_shard[2] == per_shard[3] and per_shard[0] + per_shard[2] == 12 * ROWS
     again = chute.load(str(data), "ev", cluster.node(2).target_url(db), options)

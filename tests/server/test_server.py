@@ -494,3 +494,54 @@ def test_system_reads_ride_out_tables_dropped_meanwhile(server_url: str) -> None
             tgt.rows(sql)
         assert missing.value.code == 60
     assert races["n"] == before + 2
+
+
+def test_batch_constants_are_filled_by_the_stage(
+    tmp_path: Path, server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load id (and a lone file's name) are not sent a row at a time: the stage fills them.
+    Every row still carries them exactly, for hostile file names, one file alone and several in
+    a batch; the table's own definition keeps no such default, and no stage is left."""
+    from chute.targets.server import ServerTarget
+
+    sent: list[list[str]] = []
+    send = ServerTarget._send_selects
+
+    def watched(self, into, columns, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(list(columns))
+        return send(self, into, columns, *args, **kwargs)
+
+    monkeypatch.setattr(ServerTarget, "_send_selects", watched)
+    engine = open_engine(str(tmp_path / "db"))
+    lone, many = tmp_path / "lone", tmp_path / "many"
+    lone.mkdir(), many.mkdir()
+    names = ["it's a \\ q`uo\"te ünï.json.gz", "b\\'c.json.gz", "DEFAULT ''.json.gz"]
+    write_with_engine(engine, lone / names[0], "JSONEachRow", "SELECT number AS id FROM numbers(3000)", "gzip")
+    for i, name in enumerate(names):
+        sql = f"SELECT number AS id FROM numbers({i * 1000}, 1000)"
+        write_with_engine(engine, many / name, "JSONEachRow", sql, "gzip")
+    for directory, table in ((lone, "lone"), (many, "many")):
+        sent.clear()
+        report = chute.load([str(directory)], table=table, target=server_url)
+        assert report.ok and report.rows_loaded == 3000, report.files
+        assert sent and all("_load_id" not in c and "_source_row" in c for c in sent), sent
+        # A lone file's name is filled by the stage; a batch of several files sends theirs.
+        assert any("_source" in c for c in sent) == (directory is many), sent
+        got = server_query(
+            server_url,
+            f"SELECT _source, _load_id, count(), min(_source_row), max(_source_row) FROM {table} "
+            "GROUP BY _source, _load_id ORDER BY _source FORMAT JSONEachRow",
+        )
+        rows = [json.loads(line) for line in got.splitlines()]
+        expected = sorted(str(directory / n) for n in (names[:1] if directory is lone else names))
+        assert [r["_source"] for r in rows] == expected
+        assert {r["_load_id"] for r in rows} == {report.load_id}
+        per_file = 3000 // len(expected)
+        assert all(
+            (int(r["count()"]), int(r["min(_source_row)"]), int(r["max(_source_row)"])) == (per_file, 1, per_file)
+            for r in rows
+        )
+        ddl = server_query(server_url, f"SHOW CREATE TABLE {table}")
+        assert "DEFAULT" not in ddl, ddl
+    tables = server_query(server_url, "SELECT name FROM system.tables WHERE database = currentDatabase() FORMAT TSV")
+    assert "_chute_stage" not in tables

@@ -45,14 +45,14 @@ def _framed_sizes(frames: list[bytes]) -> int:
 
 def test_pipelined_blocks_arrive_in_order_and_compressed() -> None:
     blocks = [bytes([i]) * (1000 + i) for i in range(50)]
-    frames = list(pipelined(iter(blocks), NativeCompressor(), depth=2))
+    frames = list(pipelined(((memoryview(b), b) for b in blocks), NativeCompressor(), depth=2))
     assert len(frames) == 50 and _framed_sizes(frames) == sum(len(b) for b in blocks)
     assert frames == [NativeCompressor().compress(b) for b in blocks]
 
 
 def test_pipelined_raises_the_producers_error_and_stops_it_early() -> None:
-    def failing() -> Iterator[bytes]:
-        yield b"x" * 10
+    def failing() -> Iterator[tuple[memoryview, object]]:
+        yield memoryview(b"x" * 10), None
         raise ValueError("engine failed")
 
     with pytest.raises(ValueError, match="engine failed"):
@@ -60,10 +60,10 @@ def test_pipelined_raises_the_producers_error_and_stops_it_early() -> None:
 
     closed = threading.Event()
 
-    def endless() -> Iterator[bytes]:
+    def endless() -> Iterator[tuple[memoryview, object]]:
         try:
             while True:
-                yield b"y" * 100
+                yield memoryview(b"y" * 100), None
         finally:
             closed.set()
 
@@ -71,3 +71,14 @@ def test_pipelined_raises_the_producers_error_and_stops_it_early() -> None:
     next(stream)
     stream.close()  # the consumer (an HTTP body) stopped: the producer stops and closes its source
     assert closed.wait(5)
+
+
+def test_engine_views_outlive_later_blocks_while_their_owner_is_kept() -> None:
+    """The pipeline holds several blocks at once: each view must stay intact while later blocks
+    are fetched (the engine's result object owns its bytes)."""
+    from chute.engine import shared_engine
+
+    sql = "SELECT number, toString(number) AS s FROM numbers(300000) SETTINGS max_block_size = 10000"
+    held = list(shared_engine().stream_views(sql, "Native"))
+    assert len(held) == 30
+    assert b"".join(bytes(view) for view, _owner in held) == b"".join(shared_engine().stream(sql, "Native"))
