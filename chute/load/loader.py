@@ -226,7 +226,9 @@ class Loader:
         replace = [u for u in batch if u.key in plan.replace]
         if replace and ctx.has_provenance:
             self.commit.remove_rows(replace)
-        by_source = ctx.fill_provenance
+        # (A batch of several files into a table without provenance is counted per file too:
+        # plan.batches makes one only where the stage can tag the rows.)
+        by_source = ctx.fill_provenance or len(batch) > 1
         pass_through = self.methods.pass_through(batch)
         if pass_through and by_source:
             self._load_parsed(batch, plan)

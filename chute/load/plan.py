@@ -104,7 +104,7 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
             unit.fmt != current[0].fmt
             or len(current) >= files
             or size + unit.size > ctx.opts.batch_bytes
-            or not ctx.fill_provenance
+            or not (ctx.fill_provenance or (ctx.info.stageable and not methods.pass_through([unit])))
             or methods.server_side_possible(unit)
             or methods.server_side_possible(current[0])
             or methods.pass_through([unit]) != methods.pass_through([current[0]])

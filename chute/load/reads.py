@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -31,6 +32,7 @@ from chute.load.values import (
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
+from chute.targets.staging import SOURCE_COLUMN
 from chute.units import Unit
 
 ROW_FIX_BLOCK = 8192
@@ -136,8 +138,11 @@ class Reads:
         none of its units is known to miss a value."""
         return all(u.fmt.format in PROBED_FORMATS and u.key not in self.ctx.with_missing for u in batch)
 
-    def selects(self, batch: list[Unit], count_missing: bool = False, probe: bool = False) -> list[str]:
-        """The SELECTs that read a batch: one per stream the target takes.
+    def selects(
+        self, batch: list[Unit], count_missing: bool = False, probe: bool = False, tagged: bool = False
+    ) -> list[str]:
+        """The SELECTs that read a batch: one per stream the target takes (`tagged`: with each
+        row's file in staging.SOURCE_COLUMN, for a table without `_source`).
 
         Files of one directory and format are read by a single file() call over
         their names (as `file('dir/*.json.gz')` would), which the engine
@@ -152,12 +157,13 @@ class Reads:
                 by_format.setdefault(self.ctx.format_name(unit), []).append(unit)
             for fmt_name, units in by_format.items():
                 combined = self.ctx.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
+                read = functools.partial(
+                    self.select_sql, parallel=parallel, block=block, count_missing=count_missing, probe=probe
+                )
                 if combined is None:
-                    selects.extend(
-                        self.select_sql([u], parallel, block, count_missing=count_missing, probe=probe) for u in units
-                    )
+                    selects.extend(read([u], tagged=tagged) for u in units)
                 else:
-                    selects.append(self.select_sql(units, parallel, block, count_missing=count_missing, probe=probe))
+                    selects.append(read(units, tagged=tagged))
         return selects
 
     def select_sql(
@@ -171,6 +177,7 @@ class Reads:
         flag_unfit: bool = False,
         count_missing: bool = False,
         probe: bool = False,
+        tagged: bool = False,
     ) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types;
         with `fd`, the one unit's bytes from that descriptor (see `range_fd`). With
@@ -178,7 +185,8 @@ class Reads:
         refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass).
         With `count_missing`, the last column is the mask of the row's missing values
         (chute.load.missing). With `probe` (and no count), a missing value in a watched column
-        fails the read (missing.sentinel)."""
+        fails the read (missing.sentinel). With `tagged`, the column before the mask is each
+        row's file (staging.SOURCE_COLUMN), whether or not the table keeps provenance."""
         unit = units[0]
         flags: list[tuple[int, str]] | None = [] if count_missing else None
         read_as, exprs, fits = self.typed_columns(unit, flag_unfit, flags, probe and not count_missing)
@@ -194,14 +202,18 @@ class Reads:
                 else table_function("file", [str(fd)], fmt_name, structure(read_as), "none")
             )
             provenance = self.provenance(unit, row)
+            source = self.ctx.source.provenance_expressions(unit, row).get("_source", quote_str(unit.source_name))
         else:
             combined = self.ctx.source.combined_expression(units, structure(read_as), fmt_name)
             assert combined is not None
             table_expr, per_file = combined
             provenance = self.provenance(unit, self.row_number(unit, parallel, block))
             provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
+            source = per_file["_source"]
         # Cast to the table's exact types: an old server may hold String, DateTime.
         exprs += [f"CAST({expr}, {quote_str(t)}) AS {name}" for name, (expr, t) in provenance.items()]
+        if tagged:
+            exprs.append(f"CAST({source}, 'String') AS {quote_ident(SOURCE_COLUMN)}")
         if flags is not None:
             exprs.append(mask_sql(flags, " AND ".join(fits) if flag_unfit and fits else None))
             table_expr += f" AS {INPUT_ALIAS}"

@@ -25,7 +25,7 @@ from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
 from chute.load.sizing import Sizing
 from chute.load.values import SENTINEL_TEXT
 from chute.nullcheck import NullsInFile
-from chute.targets.staging import MASK_COLUMN, copied_in
+from chute.targets.staging import MASK_COLUMN, SOURCE_COLUMN, copied_in
 from chute.units import Unit
 
 REPAIR_ATTEMPTS = 5
@@ -153,14 +153,20 @@ class Writer:
         # is read again with it (chute.load.missing.PROBED_FORMATS).
         probe = counting and self.reads.probing(batch) and not self.commit.holds_null_marker(batch)
         counting = counting and not probe
-        selects = self.reads.grouped(self.reads.selects(batch, count_missing=counting, probe=probe), settings)
+        # Several files into a table without `_source`: the stage counts each file's rows by a
+        # column of its own (staging.SOURCE_COLUMN), dropped before the rows move in.
+        tagged = by_source and not self.ctx.fill_provenance
+        selects = self.reads.selects(batch, count_missing=counting, probe=probe, tagged=tagged)
+        selects = self.reads.grouped(selects, settings)
         fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)
         missing: dict[str, tuple[int, int]] | None = {} if counting else None
         try:
             with self.commit.nulls_guard(batch, check_off):
                 counts = self.ctx.target.write_batch(
                     self.ctx.table,
-                    self.ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
+                    self.ctx.insert_columns()
+                    + ([SOURCE_COLUMN] if tagged else [])
+                    + ([MASK_COLUMN] if counting else []),
                     selects,
                     settings,
                     count_by_source=by_source,
@@ -169,6 +175,7 @@ class Writer:
                     swap_if_empty=self.ctx.single_batch,
                     missing=missing,
                     constants=self.reads.constants(batch),
+                    tagged=tagged,
                 )
         except ChuteError as exc:
             if not probe or SENTINEL_TEXT not in str(exc):

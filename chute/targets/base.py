@@ -104,6 +104,7 @@ class Target(Protocol):
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
         constants: Mapping[str, str] | None = None,
+        tagged: bool = False,
     ) -> dict[str, int]:
         """Insert the rows of the engine SELECTs all-or-nothing; return rows per
         `_source` (or under the key "" when `count_by_source` is false).
@@ -111,6 +112,10 @@ class Target(Protocol):
         `constants`: columns whose value is the same for every row of the batch (column ->
         SQL expression of the column's type). The SELECTs give them too; a target may leave
         them out of what it sends and fill them where the rows land.
+
+        `tagged` (only for a table that stages): the SELECTs give staging.SOURCE_COLUMN after
+        the table's columns (before MASK_COLUMN): each row's file, for a table without
+        `_source`; counts are per its values.
 
         `missing`: the last column is staging.MASK_COLUMN (the table lacks it; only for a
         table that stages); after the commit it holds, keyed as the counts, the rows with a

@@ -120,6 +120,7 @@ class EmbeddedTarget:
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
         constants: Mapping[str, str] | None = None,  # in this process a constant costs nothing to pass on
+        tagged: bool = False,
     ) -> dict[str, int]:
         column_list = ", ".join(quote_ident(c) for c in columns)
         query_settings = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
@@ -136,6 +137,7 @@ class EmbeddedTarget:
             swap_if_empty=swap_if_empty,
             missing=missing,
             mutate=self._mutate_held,
+            tagged=tagged,
         ) as stage:
             insert = f"INSERT INTO {(stage.table or table).sql} ({column_list})"
             if concurrent and len(selects) > 1:

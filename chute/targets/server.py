@@ -249,6 +249,7 @@ class ServerTarget:
         written: list[int] | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
         constants: Mapping[str, str] | None = None,
+        tagged: bool = False,
     ) -> dict[str, int]:
         """Stream the batch into a stage table; retry transient failures whole.
 
@@ -271,7 +272,7 @@ class ServerTarget:
             return self.shards.write(layout, context, fill, count_by_source, before_commit, constants)
         return retrying(
             lambda: self._write_once(
-                table, columns, selects, settings, count_by_source, context, before_commit, missing, constants
+                table, columns, selects, settings, count_by_source, context, before_commit, missing, constants, tagged
             )
         )
 
@@ -286,6 +287,7 @@ class ServerTarget:
         before_commit: CommitCheck | None = None,
         missing: dict[str, tuple[int, int]] | None = None,
         constants: Mapping[str, str] | None = None,
+        tagged: bool = False,
     ) -> dict[str, int]:
         with Stage(
             self,
@@ -297,6 +299,7 @@ class ServerTarget:
             missing=missing,
             mutate=self._mutate_here,
             defaults=constants,
+            tagged=tagged,
         ) as stage:
             self._send_selects(stage.table or table, *unsent(columns, selects, stage.defaults), settings, context)
             return stage.commit(count_by_source, before_commit=before_commit)

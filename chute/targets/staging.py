@@ -25,6 +25,9 @@ STAGE_PREFIX = "_chute_stage_"
 MASK_COLUMN = "_chute_missing"
 """A stage's extra column: per row, a bit mask of its input columns whose value was missing
 and took the default (chute.load.missing). Counted and dropped before the rows move in."""
+SOURCE_COLUMN = "_chute_source"
+"""A stage's extra column where the table keeps no `_source`: per row, the file it came from, so
+that a batch of several files is counted per file. Counted and dropped before the rows move in."""
 _NAME_PART = r"(?:`(?:[^`\\]|\\.)*`|[^\s`.(]+)"
 _CREATE_NAME = re.compile(rf"^CREATE TABLE {_NAME_PART}(?:\.{_NAME_PART})?\s*")
 _COMMIT_LOCK = threading.Lock()
@@ -168,8 +171,11 @@ class Stage:
         mutate: Callable[[TableName, str, str], None] | None = None,
         name: str | None = None,
         defaults: Mapping[str, str] | None = None,
+        tagged: bool = False,
     ) -> None:
         self.db = db
+        self.tagged = tagged
+        """The stage has SOURCE_COLUMN: rows are counted per its values (see `checked`)."""
         self.defaults: dict[str, str] = {}
         """Column -> SQL expression the stage fills it with (set where it stages): the caller
         leaves these columns out of its inserts (`defaults` as given: the wish)."""
@@ -227,6 +233,8 @@ class Stage:
                 f"MODIFY COLUMN {quote_ident(name)} DEFAULT {expression}"
                 for name, expression in self._wanted_defaults.items()
             ]
+            if self.tagged:
+                commands.append(f"ADD COLUMN {quote_ident(SOURCE_COLUMN)} String")
             if self.missing is not None:
                 commands.append(f"ADD COLUMN {quote_ident(MASK_COLUMN)} UInt64")
             if commands:
@@ -269,7 +277,8 @@ class Stage:
             mask = quote_ident(MASK_COLUMN)
             missing = f", countIf({mask} != 0) AS m, groupBitOr({mask}) AS c" if self.missing is not None else ""
             if count_by_source:
-                sql = f"SELECT _source AS s, count() AS n{missing} FROM {self.table.sql} GROUP BY _source"
+                source = quote_ident(SOURCE_COLUMN) if self.tagged else "_source"
+                sql = f"SELECT {source} AS s, count() AS n{missing} FROM {self.table.sql} GROUP BY {source}"
                 self._found = list(self.db.rows(sql))
             else:
                 self._found = [
@@ -282,8 +291,8 @@ class Stage:
 
     def move_in(self, counts: dict[str, int]) -> dict[str, int]:
         """Move the checked rows (`counts`, from `checked`) into the target."""
-        if self.missing is not None and self.table is not None:
-            self._drop_mask()
+        if (self.missing is not None or self.tagged) and self.table is not None:
+            self._drop_extra_columns()
         if self.guard is not None:
             self.guard()  # last: nothing slow may run between the check and the ATTACH
         # One commit at a time in this process: a swap must not race another batch's ATTACH
@@ -295,11 +304,12 @@ class Stage:
             self.missing.update({str(r["s"]): (int(r["m"]), int(r["c"])) for r in found if int(r["m"])})
         return moved
 
-    def _drop_mask(self) -> None:
-        """The stage as its target again: without MASK_COLUMN (a mutation on newer engines, which
-        hard-links the other columns' files)."""
+    def _drop_extra_columns(self) -> None:
+        """The stage as its target again: without MASK_COLUMN and SOURCE_COLUMN (a mutation on
+        newer engines, which hard-links the other columns' files)."""
         assert self.table is not None
-        command = f"DROP COLUMN {quote_ident(MASK_COLUMN)}"
+        extra = ([SOURCE_COLUMN] if self.tagged else []) + ([MASK_COLUMN] if self.missing is not None else [])
+        command = ", ".join(f"DROP COLUMN {quote_ident(c)}" for c in extra)
         if self.mutate is not None:
             self.mutate(self.table, command, self.context)
         else:

@@ -545,3 +545,52 @@ def test_batch_constants_are_filled_by_the_stage(
         assert "DEFAULT" not in ddl, ddl
     tables = server_query(server_url, "SELECT name FROM system.tables WHERE database = currentDatabase() FORMAT TSV")
     assert "_chute_stage" not in tables
+
+
+@pytest.mark.parametrize("where", ["embedded", "server"])
+def test_several_files_a_batch_without_provenance(
+    tmp_path: Path, target: str, server_url: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table without provenance columns loads several files a batch too (once one stage and
+    one ATTACH per file): each file's rows and missing values are counted by a column of the
+    stage's own, which the table never gets. Names a single file() call cannot read together
+    (a comma, braces) go in the same batch; a bad file is loaded apart, its bad row rejected."""
+    from chute.targets import staging
+
+    tagged: list[bool] = []
+    make = staging.Stage.__init__
+
+    def watched(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        tagged.append(bool(kwargs.get("tagged")))
+        make(self, *args, **kwargs)
+
+    monkeypatch.setattr(staging.Stage, "__init__", watched)
+    dest = target if where == "embedded" else server_url
+    data = tmp_path / "data"
+    data.mkdir()
+    sizes = {"a.csv": 7, "b.csv": 300, "c,{d}.csv": 41, "it's.csv": 1}
+    for n, (name, rows) in enumerate(sizes.items()):
+        lines = [f"{n * 1000 + i},{'' if i % 4 == 0 else i}" for i in range(rows)]
+        (data / name).write_text("id,v\n" + "\n".join(lines) + "\n")
+    (data / "z_bad.csv").write_text("id,v\n5000,1\nnot a number,2\n5001,3\n")
+    query = open_engine(target).rows if where == "embedded" else None
+    opts = chute.LoadOptions(provenance=False)
+    columns = "(id UInt32, v UInt32) ENGINE = MergeTree ORDER BY id"
+    if query is not None:
+        open_engine(target).execute(f"CREATE TABLE t {columns}")
+    else:
+        server_query(server_url, f"CREATE TABLE t {columns}")
+    report = chute.load([str(data)], table="t", target=dest, options=opts)
+    loaded = {Path(f.source).name: (f.rows_loaded, f.rows_defaulted, f.rows_rejected) for f in report.files}
+    expected = {name: (rows, len(range(0, rows, 4)), 0) for name, rows in sizes.items()}
+    assert loaded == {**expected, "z_bad.csv": (2, 0, 1)}, report.files
+    assert report.rows_loaded == sum(sizes.values()) + 2
+    assert any(tagged), tagged  # (several files went in one stage)
+    sql = "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 't' ORDER BY name"
+    names = [r["name"] for r in query(sql)] if query is not None else server_query(server_url, sql).split()
+    assert names == ["id", "v"]
+    total = "SELECT count() AS n, uniqExact(id) AS u FROM t"
+    got = query(total)[0] if query is not None else json.loads(server_query(server_url, total + " FORMAT JSONEachRow"))
+    assert (int(got["n"]), int(got["u"])) == (report.rows_loaded, report.rows_loaded)
+    again = chute.load([str(data)], table="t", target=dest, options=opts)
+    assert again.rows_loaded == 0 and again.files_skipped == len(sizes) + 1
