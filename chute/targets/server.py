@@ -28,6 +28,7 @@ from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, sources_filter
 from chute.targets.cluster import Shard, ShardLayout, wait_for_replicas
+from chute.targets.gate import StreamGate
 from chute.targets.mutations import wait_for_mutations
 from chute.targets.rawpost import passes_through, post_file, server_settings
 from chute.targets.retries import retrying
@@ -115,6 +116,8 @@ class ServerTarget:
         self._engine: Engine | None = None
         self._sent = 0
         self._sent_lock = threading.Lock()
+        self._streaming = threading.Lock()
+        """Held by the batch whose rows stream now (see StreamGate)."""
         self.connections = max(1, connections)
         self.stage_owner = ""
         """The tag of this worker's stage tables (see `Stage.drop_stale`)."""
@@ -321,16 +324,19 @@ class ServerTarget:
         engine_settings = conversion_settings(settings, streams, self._caps.low_cardinality)
         statement = f"INSERT INTO {into.sql} ({column_list}) FORMAT Native"
 
+        gate = StreamGate(self._streaming, streams)
+
         def send(group: list[str]) -> None:
-            body = self._native_body(" UNION ALL ".join(group), engine_settings, context)
+            body = gate.passing(self._native_body(" UNION ALL ".join(group), engine_settings, context))
             self.client.insert(statement, body, server_settings, context=context, native_compressed=True)
 
-        if streams == 1:
-            send(groups[0])
-        else:
-            with ThreadPoolExecutor(streams) as pool:
-                for future in [pool.submit(send, g) for g in groups]:
-                    future.result()
+        with gate:
+            if streams == 1:
+                send(groups[0])
+            else:
+                with ThreadPoolExecutor(streams) as pool:
+                    for future in [pool.submit(send, g) for g in groups]:
+                        future.result()
 
     def _native_body(self, select: str, settings: Settings, context: str) -> Iterator[bytes]:
         try:

@@ -82,3 +82,24 @@ def test_engine_views_outlive_later_blocks_while_their_owner_is_kept() -> None:
     held = list(shared_engine().stream_views(sql, "Native"))
     assert len(held) == 30
     assert b"".join(bytes(view) for view, _owner in held) == b"".join(shared_engine().stream(sql, "Native"))
+
+
+def test_the_stream_gate_opens_when_the_last_body_is_sent_not_when_the_server_answers() -> None:
+    from chute.targets.gate import StreamGate
+
+    lock = threading.Lock()
+    with StreamGate(lock, 2) as gate:
+        first, second = gate.passing(iter([b"a", b"b"])), gate.passing(iter([b"c"]))
+        assert list(first) == [b"a", b"b"] and lock.locked()  # one body still to send
+        assert list(second) == [b"c"]
+        assert not lock.locked()  # every body sent: the next batch may stream while this one waits
+        assert lock.acquire(blocking=False)
+        lock.release()
+    assert not lock.locked()
+    with StreamGate(lock, 1) as gate:  # a body never started (the request failed first)
+        gate.passing(iter([b"x"]))
+        assert lock.locked()
+    assert not lock.locked()
+    with pytest.raises(ValueError), StreamGate(lock, 1):
+        raise ValueError("the insert failed")
+    assert not lock.locked()
