@@ -202,7 +202,9 @@ class Reads:
                 else table_function("file", [str(fd)], fmt_name, structure(read_as), "none")
             )
             provenance = self.provenance(unit, row)
-            source = self.ctx.source.provenance_expressions(unit, row).get("_source", quote_str(unit.source_name))
+            source = quote_str(unit.source_name)
+            if tagged:  # (a source may name its rows its own way)
+                source = self.ctx.source.provenance_expressions(unit, row).get("_source", source)
         else:
             combined = self.ctx.source.combined_expression(units, structure(read_as), fmt_name)
             assert combined is not None

@@ -170,6 +170,24 @@ def test_full_load_rerun_and_delta(db: Db, target: str) -> None:
     ]
 
 
+def test_key_ranges_without_provenance_are_counted_each(db: Db, target: str) -> None:
+    """Without provenance columns, a batch of key ranges is still counted range by range (the
+    stage's own column names each row's range), and a re-run loads nothing."""
+    db.make_items("bare", 1, ROWS)
+    url = db.url("bare", query="?rows_per_range=4000")
+    options = LoadOptions(provenance=False)
+    report = load(url, "bare", target, options)
+    assert report.ok and report.rows_loaded == ROWS and len(report.files) == 8
+    for f in report.files:  # each range's own rows: keys 1..ROWS in [start, end)
+        start, end = (int(x) for x in f.source.rsplit("=[", 1)[1].rstrip(")").split(","))
+        assert f.rows_loaded == min(end, ROWS + 1) - start, (f.source, f.rows_loaded)
+    assert _engine_checksum(target, "bare") == db.checksum("bare")
+    columns = [r["name"] for r in open_engine(target).rows("SELECT name FROM system.columns WHERE table = 'bare'")]
+    assert not [c for c in columns if c.startswith("_")], columns
+    again = load(url, "bare", target, options)
+    assert again.ok and again.rows_loaded == 0 and again.table_rows == ROWS
+
+
 def test_ranges_never_recorded_below_recorded_ones_load_on_the_next_run(db: Db, target: str) -> None:
     """Batches can start out of order (workers sharing a job begin at a random batch; a
     worker's threads race), so a kill can leave the first ranges of a plan unrecorded while
