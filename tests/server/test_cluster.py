@@ -83,6 +83,29 @@ def test_replicated_target_every_replica_once(cluster: ClickHouseCluster, db: st
     assert sorted(replicas.split()) == ["r1", "r2"]
 
 
+def test_replicated_target_without_provenance(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """A replicated table without provenance columns: several files a batch, each counted by the
+    stage's own column (dropped before its parts are attached); the other replica holds each
+    row once, the table never gets the column, and a re-run through it loads nothing."""
+    path = f"/clickhouse/tables/{{shard}}/{db}/bare"
+    cluster.node(0).query(
+        f"CREATE TABLE {db}.bare ON CLUSTER c1x2 (id UInt64, s String) "
+        f"ENGINE = ReplicatedMergeTree('{path}', '{{replica}}') PARTITION BY id % 3 ORDER BY id"
+    )
+    data = _files(tmp_path / "data", 6)
+    options = chute.LoadOptions(provenance=False)
+    report = chute.load(str(data), "bare", cluster.node(0).target_url(db), options)
+    assert report.ok and report.rows_loaded == 6 * ROWS
+    assert [f.rows_loaded for f in report.files] == [ROWS] * 6
+    other = cluster.node(1)
+    assert _n(other, "SELECT count() FROM bare", db) == 6 * ROWS
+    assert _n(other, "SELECT uniqExact(id) FROM bare", db) == 6 * ROWS
+    columns = f"SELECT count() FROM system.columns WHERE database = '{db}' AND table = 'bare'"
+    assert _n(other, columns, db) == 2
+    again = chute.load(str(data), "bare", other.target_url(db), options)
+    assert again.ok and again.rows_loaded == 0
+
+
 def test_replicated_replacing_target(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
     """The Replicated*MergeTree family: a ReplacingMergeTree with a version column stages into
     a plain ReplacingMergeTree of the same parameters; every row reaches the other replica."""
