@@ -22,7 +22,7 @@ from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.cluster import Shard, ShardLayout, replica_rows, replication, shard_layout, wait_for_replicas
 from chute.targets.engines import distributed
 from chute.targets.retries import NoNode, retrying
-from chute.targets.staging import CommitCheck, Stage, stage_name
+from chute.targets.staging import CommitCheck, Stage, default_commands, stage_name
 from chute.transport import ServerAddress
 
 if TYPE_CHECKING:
@@ -408,8 +408,7 @@ class Shards:
             try:
                 filled = dict(constants or {})
                 if filled:
-                    defaults = ", ".join(f"MODIFY COLUMN {quote_ident(n)} DEFAULT {e}" for n, e in filled.items())
-                    home.execute(f"ALTER TABLE {route.sql} {defaults}", context=context)
+                    home.execute(f"ALTER TABLE {route.sql} {', '.join(default_commands(filled))}", context=context)
                 send(route, dict(ROUTED_SETTINGS), filled)
             finally:
                 with contextlib.suppress(ChuteError):

@@ -141,6 +141,11 @@ def stage_owner(suffix: str) -> str:
     return suffix.split("_", 1)[0] if "_" in suffix else ""
 
 
+def default_commands(filled: Mapping[str, str]) -> list[str]:
+    """The ALTER commands that make a table fill `filled` (column -> SQL) itself."""
+    return [f"MODIFY COLUMN {quote_ident(name)} DEFAULT {expression}" for name, expression in filled.items()]
+
+
 def unsent(columns: Sequence[str], selects: Sequence[str], filled: Mapping[str, str]) -> tuple[list[str], list[str]]:
     """The columns and SELECTs to send where the receiving table fills `filled` itself: one
     value a batch, not a value a row (a load id is 33 bytes a row to encode, compress, send
@@ -229,10 +234,7 @@ class Stage:
                 # How the insert writes its parts (a table setting; the target's own stay as they are).
                 assignments = ", ".join(f"{quote_ident(k)} = {_literal(v)}" for k, v in self.part_settings.items())
                 self.db.execute(f"ALTER TABLE {self.table.sql} MODIFY SETTING {assignments}", context=self.context)
-            commands = [
-                f"MODIFY COLUMN {quote_ident(name)} DEFAULT {expression}"
-                for name, expression in self._wanted_defaults.items()
-            ]
+            commands = default_commands(self._wanted_defaults)
             if self.tagged:
                 commands.append(f"ADD COLUMN {quote_ident(SOURCE_COLUMN)} String")
             if self.missing is not None:
