@@ -7,7 +7,7 @@ from typing import Any
 
 from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
 from chute.load.ledger import Ledger
-from chute.sql import TableName, quote_str
+from chute.sql import TableName, one_statement, quote_str
 from chute.targets import Target, open_target
 from chute.targets.server import ServerTarget
 
@@ -112,4 +112,4 @@ def query(
 ) -> str:
     """Run SQL in the target and return its output in the ClickHouse format `fmt`."""
     tgt = open_target(target, password_file, insecure)
-    return tgt.text(sql, fmt, context="query failed")
+    return tgt.text(one_statement(sql), fmt, context="query failed")

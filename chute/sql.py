@@ -99,6 +99,77 @@ def _top_level(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
         i += 1
 
 
+def _scan(text: str, expression: bool) -> tuple[str | None, int]:
+    """What makes `text` more (or less) than one piece of SQL: None, or the first such thing,
+    and the bracket depth at the end. Quotes are ClickHouse's ('...', "...", `...`, backslash
+    escapes). In an expression a comment or `$` is refused too (a heredoc would hide a quote
+    from this scan); in a statement comments are skipped."""
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == ";":
+            return "a ';'", depth
+        elif text.startswith(("--", "/*", "#"), i):
+            if expression:
+                return "a comment", depth
+            end = text.find("*/", i + 2) + 2 if ch == "/" else text.find("\n", i)
+            if end < i:
+                return None, depth  # the comment runs to the end
+            i = end
+            continue
+        elif ch == "$" and expression:
+            return "a '$'", depth
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth < 0:
+                return f"an unmatched {ch!r}", depth
+        i += 1
+    if quote:
+        return f"an unclosed {quote}", depth
+    return None, depth
+
+
+def expression(text: str, option: str) -> str:
+    """A SQL expression a user gave (`--order-by`, `--where`...), as it is, once it is one piece:
+    it goes into chute's statements, so a ';', a comment or an unclosed quote or bracket could make
+    it another statement or cut chute's off. Raises UsageError."""
+    if not text.strip():
+        raise UsageError(f"{option} needs an expression")
+    found, depth = _scan(text, expression=True)
+    if found is None and depth:
+        found = "an unclosed bracket"
+    if found is not None:
+        raise UsageError(f"{option} must be one SQL expression; {text!r} has {found}")
+    return text
+
+
+def one_statement(text: str) -> str:
+    """A query a user gave, without its trailing ';': one statement only, as the embedded
+    engine would run every one. Raises UsageError."""
+    body = text.strip()
+    while body.endswith(";"):
+        body = body[:-1].rstrip()
+    if not body:
+        raise UsageError("no SQL statement given")
+    found, depth = _scan(body, expression=False)
+    if found == "a ';'":
+        raise UsageError("one SQL statement at a time (found a ';' between statements)")
+    if found is None and depth:
+        found = "an unclosed bracket"
+    if found is not None:
+        raise UsageError(f"the SQL statement has {found}")
+    return body
+
+
 def split_top(text: str, sep: str) -> list[str]:
     """`text` split at `sep` outside brackets and quotes (structures, types, arguments)."""
     parts, start = [], 0

@@ -23,7 +23,7 @@ from typing import Any
 
 from chute.engine import Settings, open_engine
 from chute.errors import ChuteError, TargetError, UsageError
-from chute.sql import quote_str
+from chute.sql import one_statement, quote_str
 from chute.targets import Target, open_target
 from chute.targets.embedded import EmbeddedTarget
 
@@ -181,7 +181,10 @@ def read_queries(directory: str | os.PathLike[str]) -> list[tuple[str, Path, str
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {path}: {exc}") from None
-        queries.append((path.stem, path, re.sub(r"[\s;]+$", "", text).strip()))
+        try:
+            queries.append((path.stem, path, one_statement(text)))
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc}") from None
     return queries
 
 

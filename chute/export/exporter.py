@@ -54,7 +54,7 @@ from chute.export.model import (
 from chute.export.pieces import PieceWriter, rows_in_block
 from chute.manifest import MANIFEST, MANIFEST_VERSION
 from chute.schema import Column
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, expression, one_statement, quote_ident, quote_str
 from chute.targets import Target, open_target
 
 
@@ -75,6 +75,8 @@ def export(
     compression = normalize_compression(opts.compression, fmt_key)
     if opts.max_file_bytes is not None and opts.max_file_bytes < 1:
         raise UsageError("--max-file-size must be positive")
+    if opts.partition_by is not None:
+        expression(opts.partition_by, "--partition-by")
     out: Dest
     if dest.lower().startswith("s3://"):
         out = S3Dest(dest, opts.s3_endpoint)
@@ -113,7 +115,7 @@ class _Exporter:
         self.extension = f"{ext}.{suffix}" if suffix else ext
         self.opts = opts
         self.workers = max(1, opts.workers or usable_cores())
-        self.source_sql = f"({source.strip().rstrip(';')})" if is_query(source) else TableName.parse(source).sql
+        self.source_sql = f"(\n{one_statement(source)}\n)" if is_query(source) else TableName.parse(source).sql
         self.remote = target.is_server  # a server: read through its HTTP interface
         self.lock = threading.Lock()
         self.manifest: dict[str, Any] = {}

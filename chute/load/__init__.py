@@ -36,7 +36,7 @@ from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import SourceOptions, open_source
-from chute.sql import TableName
+from chute.sql import TableName, expression
 from chute.targets import open_target
 from chute.targets.base import Target
 
@@ -132,6 +132,11 @@ def _check_options(opts: LoadOptions) -> None:
     ErrorBudget.parse(opts.max_errors)
     if opts.cluster is not None and not opts.cluster.strip():
         raise UsageError("--cluster needs a cluster name")
+    expression(opts.order_by, "--order-by")
+    expression(opts.shard_by, "--shard-by")
+    for given, option in ((opts.partition_by, "--partition-by"), (opts.where, "--where")):
+        if given is not None:
+            expression(given, option)
 
 
 def _table_name(table: str) -> TableName:

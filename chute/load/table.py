@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chute.engine import Settings
-from chute.errors import ChuteError, SchemaError, SourceError, UsageError
+from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.outcome import Plan
@@ -38,6 +38,9 @@ from chute.units import Unit
 DDL_TIMEOUT_SECONDS = 30
 """How long an `ON CLUSTER` statement waits for every node (a node that is down runs it when
 it is back; the default wait is 3 minutes)."""
+LAYOUT_ERRORS = frozenset({36, 43, 44, 46, 47, 62, 215})
+"""Codes of a table's key refused (bad arguments, illegal type, illegal column, unknown function or
+identifier, syntax, a Nullable key, not an aggregate)."""
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats that describe themselves: reading their schema costs no row parsing."""
 
@@ -315,15 +318,34 @@ class TableSetup:
             statements = self._on_cluster(ddl, self.ctx.opts.cluster)
             ddl = ";\n".join(statements)
         for statement in statements:
-            self.ctx.target.execute(
-                statement,
-                {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS},
-                f"creating table {self.ctx.table}{how}",
-            )
+            try:
+                self.ctx.target.execute(
+                    statement,
+                    {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS},
+                    f"creating table {self.ctx.table}{how}",
+                )
+            except TargetError as exc:
+                raise self._layout_refused(exc) or exc from None
         self.ctx.report.ddl = ddl
         if on_ddl:
             on_ddl(ddl)
         return self.ctx.target.table_columns(self.ctx.table)
+
+    def _layout_refused(self, exc: TargetError) -> UsageError | None:
+        """The user's --order-by or --partition-by refused by the server: a usage error, in
+        one line without the engine's list of every column it knows (virtual ones too)."""
+        given = [
+            f"{option} {text!r}"
+            for option, text, default in (
+                ("--order-by", self.ctx.opts.order_by, "tuple()"),
+                ("--partition-by", self.ctx.opts.partition_by, None),
+            )
+            if text != default
+        ]
+        if not given or exc.code not in LAYOUT_ERRORS:
+            return None
+        reason = re.split(r",? required columns:|\. Stack trace", str(exc))[0]
+        return UsageError(f"{reason} (check {' and '.join(given)})")
 
     def _on_cluster(self, ddl: str, cluster: str) -> list[str]:
         """The table as chute makes it on a cluster: `<table>_local`, a ReplicatedMergeTree on

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chute.errors import UsageError
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, expression, one_statement, quote_ident, quote_str
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,43 @@ def test_table_names_with_and_without_a_database() -> None:
 def test_table_names_that_are_not_plain_identifiers_are_refused(text: str) -> None:
     with pytest.raises(UsageError, match="invalid table name"):
         TableName.parse(text)
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["tuple()", "(host, ts)", "toYYYYMM(ts)", "cityHash64(`we;ird`)", "concat('a;b', \"c--d\")", r"'it\'s'"],
+)
+def test_an_expression_of_one_piece_goes_through_as_it_is(given: str) -> None:
+    assert expression(given, "--order-by") == given
+
+
+@pytest.mark.parametrize(
+    ("given", "found"),
+    [
+        ("id; DROP TABLE victim", "a ';'"),
+        ("id -- the rest of chute's statement", "a comment"),
+        ("id /* x */", "a comment"),
+        ("$$'$$; DROP TABLE victim; SELECT '", "a '$'"),
+        ("(a, b", "an unclosed bracket"),
+        ("a) SETTINGS x = 1 (", "an unmatched ')'"),
+        ("'open", "an unclosed '"),
+        ("   ", None),
+    ],
+)
+def test_an_expression_that_could_be_more_than_one_is_refused(given: str, found: str | None) -> None:
+    with pytest.raises(UsageError) as refused:
+        expression(given, "--partition-by")
+    assert "--partition-by" in str(refused.value)
+    if found is not None:
+        assert str(refused.value).endswith(f"has {found}")
+
+
+def test_one_statement_drops_a_trailing_semicolon_and_keeps_comments_and_quotes() -> None:
+    assert one_statement(" SELECT 1 ;; \n") == "SELECT 1"
+    assert one_statement("SELECT ';' -- a; b\n, 2") == "SELECT ';' -- a; b\n, 2"
+    assert one_statement("SELECT 1 /* ; */") == "SELECT 1 /* ; */"
+    for several in ("SELECT 1; SELECT 2", "SELECT 1) ; DROP TABLE t; SELECT (1"):
+        with pytest.raises(UsageError):
+            one_statement(several)
+    with pytest.raises(UsageError, match="no SQL statement"):
+        one_statement(" ; ")
