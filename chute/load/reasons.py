@@ -62,7 +62,7 @@ def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) 
             continue
         inner = strip_wrappers(col.type)[0]
         shown = f"if(empty({texts[i]}), '\"\"', substring({texts[i]}, 1, 200))"
-        message = f"concat('column {col.name}: ', {shown}, {quote_str(' does not fit ' + inner)})"
+        message = f"concat({quote_str(f'column {col.name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
         parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
     return parts
 
@@ -72,7 +72,7 @@ def range_reasons(columns: list[Column]) -> str:
     values do not fit their columns ('' when they do)."""
     reasons = [
         f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
-        f"concat('column {c.name}: ', if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
+        f"concat({quote_str(f'column {c.name}: ')}, if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
         f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
         for c in columns
         if read_as_text(c.type)

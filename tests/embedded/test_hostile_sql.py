@@ -11,6 +11,7 @@ from pathlib import Path
 import chute
 from chute.engine import open_engine
 from chute.load import LoadOptions
+from chute.sql import quote_ident
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,3 +73,22 @@ def test_a_changed_file_is_not_loaded_twice_into_a_table_without_provenance(tmp_
     assert failed.state == "failed" and "no provenance columns" in (failed.error or "")
     rows = open_engine(target).rows("SELECT id, v FROM t ORDER BY id")
     assert [(r["id"], r["v"]) for r in rows] == [(1, "a"), (2, "b")]
+
+
+def test_bad_rows_are_rejected_alone_whatever_the_table_s_column_names(tmp_path: Path) -> None:
+    target = str(tmp_path / "db")
+    names = ["s'q", 'd"q', "b\\s", "t`k", "sp ace,comma"]
+    engine = open_engine(target)
+    columns = ", ".join(f"{quote_ident(n)} Nullable(Int32)" for n in names)
+    engine.execute(f"CREATE TABLE t (v Int64, {columns}) ENGINE = MergeTree ORDER BY v")
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text('{"v":1}\n{"v":"x"}\n{"v":3}\n')
+    csv = tmp_path / "r.csv"
+    csv.write_text("v\n4\ny\n6\n")
+    for path in (jsonl, csv):
+        report = chute.load([str(path)], "t", target=target)
+        assert report.ok, report.files[0].error
+        assert (report.rows_loaded, report.rows_rejected) == (2, 1), path
+    reasons = [r["error"] for r in engine.rows("SELECT error FROM t_rejects ORDER BY error")]
+    assert reasons == ["column v: x does not fit Int64", "column v: y does not fit Int64"]
+    assert [r["v"] for r in engine.rows("SELECT v FROM t ORDER BY v")] == [1, 3, 4, 6]
