@@ -12,6 +12,7 @@ from chute.load.values import (
     checked,
     decimal_conversion,
     default_of,
+    int_array_read,
     plus_check,
     strip_wrappers,
 )
@@ -38,11 +39,13 @@ def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
     if fmt not in WIDE_READ_FORMATS or not checked(type_sql) or type_sql.startswith("LowCardinality("):
         return None
     inner, nullable = strip_wrappers(type_sql)
-    if array_element(inner) is not None:
-        return None  # (arrays of a typed file are read as they are: docs/loading.md)
     ident = quote_ident(name)
-    missing = "NULL" if nullable else default_of(inner)
     message = quote_str(f"column {name}: a value does not fit {inner}")
+    if array_element(inner) is not None:
+        # Integer elements (at any depth) read as Int128 and cast exactly, as in text files;
+        # other elements are read as they are (docs/loading.md).
+        return int_array_read(ident, type_sql, inner, message)
+    missing = "NULL" if nullable else default_of(inner)
 
     def wrapped(read_as: str, exact: str) -> FastRead:
         fits = f"(isNull({ident}) OR isNotNull({exact}))"

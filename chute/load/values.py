@@ -129,7 +129,7 @@ def fast_read(
     inner, nullable = strip_wrappers(type_sql)
     ident = quote_ident(name)
     if array_element(inner) is not None:
-        return _int_array_read(ident, type_sql, inner) or _array_read(ident, type_sql, json)
+        return int_array_read(ident, type_sql, inner) or _array_read(ident, type_sql, json)
     missing = "NULL" if nullable else default_of(inner)
     if inner == "Float64" and not whole_numbers:
         return _float64_read(ident, type_sql, nullable, counted, missing)
@@ -200,7 +200,9 @@ def plus_check(value: str, fails: str, inner: str, message: str = "'a value does
     return f"{value} + throwIf({fails}, {message})"
 
 
-def _int_array_read(ident: str, type_sql: str, inner: str) -> FastRead | None:
+def int_array_read(
+    ident: str, type_sql: str, inner: str, message: str = "'a value does not fit its column'"
+) -> FastRead | None:
     """An array (at any depth) of integers of up to 64 bits, read with Int128 elements and cast
     exactly, as a plain integer is (the text read of `_array_read` costs twice the load);
     None for other elements."""
@@ -217,7 +219,7 @@ def _int_array_read(ident: str, type_sql: str, inner: str) -> FastRead | None:
     flat = ident if depth == 1 else f"arrayFlatten({ident})"
     exact = f"accurateCastOrNull(x, {quote_str(base)})"
     fits = f"arrayAll(x -> {'isNull(x) OR ' if nullable else ''}isNotNull({exact}), {flat})"
-    checked_value = f"if(throwIf(NOT {fits}, 'a value does not fit its column') = 0, {ident}, {ident})"
+    checked_value = f"if(throwIf(NOT {fits}, {message}) = 0, {ident}, {ident})"
     return FastRead(
         wide,
         f"CAST({checked_value}, {quote_str(type_sql)})",

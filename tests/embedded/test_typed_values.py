@@ -149,3 +149,38 @@ def test_values_that_fit_load_as_the_engine_reads_them(tmp_path: Path, fmt: str)
     loaded = engine.rows(f"SELECT count() AS n, sum(cityHash64({names})) AS h FROM t")
     assert loaded == direct
     engine.close()
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "ORC", "Arrow", "Native"])
+def test_an_integer_array_element_that_does_not_fit_is_a_rejected_row(tmp_path: Path, fmt: str) -> None:
+    data = tmp_path / "in"
+    data.mkdir()
+    path = data / f"a.{fmt.lower()}"
+    arrays = "[[1, 2], [300], [], [7]]"
+    nested = "[[[1]], [[2]], [[700]], [[3, NULL]]]"
+    select = (
+        f"SELECT number AS id, CAST({arrays}[number + 1], 'Array(Int64)') AS a, "
+        f"CAST({nested}[number + 1], 'Array(Array(Nullable(Int64)))') AS n FROM numbers(4)"
+    )
+    _write(tmp_path / "writer", path, select, fmt)
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute(
+        "CREATE TABLE t (id UInt64, a Array(UInt8), n Array(Array(Nullable(UInt8))), "
+        f"{PROVENANCE}) ENGINE = MergeTree ORDER BY id"
+    )
+    engine.close()
+
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 2), report.files
+    engine = open_engine(dest)
+    assert engine.rows("SELECT id, a, n FROM t ORDER BY id") == [
+        {"id": 0, "a": [1, 2], "n": [[1]]},
+        {"id": 3, "a": [7], "n": [[3, None]]},
+    ]
+    errors = [r["error"] for r in engine.rows("SELECT error FROM t_rejects ORDER BY _source_row")]
+    assert errors == [
+        "column a: [300] does not fit Array(UInt8)",
+        "column n: [[700]] does not fit Array(Array(Nullable(UInt8)))",
+    ]
+    engine.close()
