@@ -19,6 +19,14 @@ class FileResult:
     """Loaded rows with a missing value (JSON null or absent key, a NULL in a typed file) that
     took its column's default, the column not being Nullable."""
 
+    @property
+    def rows_read(self) -> int:
+        """This run's rows of the file: loaded or rejected (a skipped file: 0)."""
+        return self.rows_loaded + self.rows_rejected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rows_read": self.rows_read}
+
 
 @dataclass
 class LoadReport:
@@ -126,7 +134,7 @@ class LoadReport:
             "peak_rss_bytes": self.peak_rss_bytes,
             "ddl": self.ddl,
             "notes": self.notes,
-            "files": [asdict(f) for f in self.files],
+            "files": [f.to_dict() for f in self.files],
         }
 
     def to_json(self) -> str:

@@ -92,3 +92,13 @@ def test_bad_rows_are_rejected_alone_whatever_the_table_s_column_names(tmp_path:
     reasons = [r["error"] for r in engine.rows("SELECT error FROM t_rejects ORDER BY error")]
     assert reasons == ["column v: x does not fit Int64", "column v: y does not fit Int64"]
     assert [r["v"] for r in engine.rows("SELECT v FROM t ORDER BY v")] == [1, 3, 4, 6]
+
+
+def test_each_file_s_rows_read_are_in_the_json_report(tmp_path: Path) -> None:
+    target = str(tmp_path / "db")
+    open_engine(target).execute("CREATE TABLE t (v Int64) ENGINE = MergeTree ORDER BY v")
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"v":1}\n{"v":"x"}\n')
+    report = chute.load([str(data)], "t", target=target)
+    (entry,) = report.to_dict()["files"]
+    assert (entry["rows_read"], entry["rows_loaded"], entry["rows_rejected"]) == (2, 1, 1)
