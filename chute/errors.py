@@ -130,9 +130,23 @@ THROW_IF = 395
 _EXECUTING_RE = re.compile(r":? while executing 'FUNCTION throwIf.*?'(?=[.:]|$)", re.S)
 
 
+_PIPELINE_RE = re.compile(r":?\s*While executing \w+\.?")
+"""The engine's processor names ("While executing ParallelParsingBlockInputFormat"): nothing
+for users. The file a data error names, "(in file/uri ...)", stays: chute.load.recovery reads it."""
+ZLIB_INFLATE_FAILED = 354
+_INFLATE = {
+    "buffer error": "the gzip data ends too soon (a file cut short?)",
+    "data error": "not gzip data, or damaged",
+}
+
+
 def make_target_error(code: int | None, name: str | None, message: str, context: str = "") -> TargetError:
     if code == THROW_IF:
         message = _EXECUTING_RE.sub("", message)
+    message = _PIPELINE_RE.sub("", message).rstrip(": ")
+    if code == ZLIB_INFLATE_FAILED:
+        meaning = next((m for k, m in _INFLATE.items() if k in message), "damaged gzip data")
+        message = f"{meaning}: {message}"
     if len(message) > 600:
         message = message[:600] + "..."
     label = f"[{code} {name}] " if code is not None and name else (f"[{code}] " if code is not None else "")
