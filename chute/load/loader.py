@@ -125,12 +125,33 @@ class Loader:
         entry = self.ctx.ledger_latest.get(key)
         return entry.rows_loaded if entry is not None else 0
 
+    def _keep_changed(self, plan: Plan) -> None:
+        """--on-change reload into a table without provenance columns: a changed file's old rows
+        cannot be found, so loading it again would double them. It fails, with the reason; the
+        ledger keeps it loaded (a re-run does not take it for an interrupted one)."""
+        ctx = self.ctx
+        for unit in [u for u in plan.load if u.key in plan.replace]:
+            entry = ctx.ledger_latest.get(unit.key)
+            if entry is None or entry.state != "done":
+                continue
+            plan.load.remove(unit)
+            plan.replace.discard(unit.key)
+            result = plan.results[unit.key]
+            result.state = "failed"
+            result.error = (
+                "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
+                "old rows cannot be found to replace them; load it into a table with provenance, or delete "
+                "them yourself and forget the file in the ledger"
+            )
+
     # -- batches --------------------------------------------------------------
 
     def _load_all(self, plan: Plan) -> None:
         ctx = self.ctx
         if not plan.load:
             return
+        if plan.replace and not ctx.has_provenance:
+            self._keep_changed(plan)
         if plan.replace and not ctx.has_provenance:
             ctx.report.notes.append(
                 "the table has no provenance columns: rows of interrupted or changed files cannot be "

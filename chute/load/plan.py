@@ -54,14 +54,6 @@ def _changed(ctx: LoadContext, unit: Unit, plan: Plan, result: FileResult) -> No
     elif ctx.opts.on_change == "error":
         result.state = "failed"
         result.error = "changed since it was loaded (size or mtime); use --on-change reload"
-    elif not ctx.has_provenance:
-        # Without _source the old rows cannot be found: loading again would double them.
-        result.state = "failed"
-        result.error = (
-            "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
-            "old rows cannot be found to replace them; reload into a table with provenance, or "
-            "delete them yourself and forget the file in the ledger"
-        )
     else:
         plan.load.append(unit)
         plan.replace.add(unit.key)
