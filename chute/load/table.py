@@ -28,6 +28,7 @@ from chute.schema import (
     with_faithful_numbers,
     with_null_markers,
     with_provenance,
+    without_nullable,
 )
 from chute.scratch import scratch_file
 from chute.sql import TableName, quote_ident, quote_str
@@ -253,9 +254,14 @@ class TableSetup:
                 per_file.append(self.infer(unit, INFER_MORE_ROWS))
                 sampled.append((unit, per_file[-1]))
         merged = union_columns(self.ctx.target.engine, per_file)
+        types = {c.name: c.type for c in columns}
         for c in merged:
-            if c.name not in {f.name for f in columns}:
+            if c.name not in types:
                 self.ctx.report.notes.append(f"column {c.name} {c.type}: a field of later files, not of {first.key}")
+            elif without_nullable(c.type) != without_nullable(types[c.name]):
+                self.ctx.report.notes.append(
+                    f"column {c.name} {c.type}: {types[c.name]} in {first.key}, another type in later files"
+                )
         return merged
 
     def _parquet_nullability(self, columns: list[Column], sampled: list[tuple[Unit, list[Column]]]) -> list[Column]:
