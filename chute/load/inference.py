@@ -33,6 +33,23 @@ def repeated_names(fields: list[str]) -> list[str]:
     return sorted({f for f in fields if f and fields.count(f) > 1}, key=fields.index)
 
 
+def refuse_empty_key(engine: Engine, lines: str, key: str, sample_rows: int | None) -> None:
+    """SourceError for a JSON object with a field named "" among the lines inference reads: no
+    column can be named so (the engine's inference drops the field, then its read refuses it)."""
+    limit = int(sample_rows or JSON_SAMPLE_LINES)
+    found = engine.rows(
+        "SELECT min(n) AS first, count() AS lines FROM (SELECT line, rowNumberInAllBlocks() + 1 AS n "
+        f"FROM (SELECT line FROM {lines} LIMIT {limit})) "
+        "WHERE position(line, '\"\"') > 0 AND isValidJSON(line) AND has(JSONExtractKeys(line), '')",
+        context=f"{key}: looking for empty field names",
+    )
+    if found and int(found[0]["lines"]):
+        raise SourceError(
+            f'{key}: line {found[0]["first"]} has a field named "" (the empty key), which no column can '
+            "be named; rename or drop that field, then load"
+        )
+
+
 def from_json_objects(
     engine: Engine, lines: str, key: str, format_settings: Mapping[str, str | int | float]
 ) -> list[Column]:

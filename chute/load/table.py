@@ -13,7 +13,7 @@ from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
-from chute.load.inference import TOLERANT_TEXT, from_json_objects, repeated_names
+from chute.load.inference import TOLERANT_TEXT, from_json_objects, refuse_empty_key, repeated_names
 from chute.load.outcome import Plan
 from chute.parquetmeta import not_nullable, null_free
 from chute.schema import (
@@ -143,6 +143,8 @@ class TableSetup:
         expression = self.ctx.source.table_expression(unit, None)
         settings = self.ctx.format_settings()
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        if unit.fmt.format == "JSONEachRow":
+            refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
         try:
             return self._described(unit, expression, settings, sample_rows)
         except ChuteError as exc:

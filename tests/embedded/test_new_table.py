@@ -1,5 +1,5 @@
 """A new table inferred from the files: types widened across files, bad records in the sample
-left to the rejects table, a header naming a field twice refused in one line."""
+left to the rejects table, names no column can have refused in one line."""
 
 from __future__ import annotations
 
@@ -108,3 +108,21 @@ def test_a_header_naming_a_field_twice_is_one_line(tmp_path: Path, target: str) 
     with pytest.raises(SourceError, match=r"dup\.csv: the header line names a more than once") as raised:
         chute.load([str(tmp_path / "dup.csv")], table="t", target=target)
     assert "\n" not in str(raised.value) and "[636" not in str(raised.value)
+
+
+def test_a_json_field_named_empty_is_refused(tmp_path: Path, target: str) -> None:
+    """No column can be named "": a new table is not made of such a file (the engine's inference
+    would drop the field, then its read refuse every row); a table that exists rejects the rows,
+    saying why."""
+    path = tmp_path / "k.jsonl"
+    path.write_text('{"id":1,"":2}\n{"id":2}\n')
+    for _ in range(2):  # a re-run says the same
+        with pytest.raises(SourceError, match=r'k\.jsonl: line 1 has a field named "" \(the empty key\)'):
+            chute.load([str(path)], table="t", target=target)
+    assert table_types(target) == {}
+    open_engine(target).execute("CREATE TABLE t (id Int64) ENGINE = MergeTree ORDER BY id")
+    report = chute.load([str(path)], table="t", target=target)
+    assert (report.rows_loaded, report.rows_rejected) == (1, 1), report.files
+    assert select(target, "SELECT _source_row, error FROM t_rejects") == [
+        ["1", 'a field named "" (the empty key), which no column can be named']
+    ]
