@@ -272,9 +272,10 @@ def _sample_as_text(
 
 def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:
     """The columns of several files in one list: every name in the order first seen; a type
-    that differs between files as the engine's common type of the two (the first file's type
-    where there is none: a later file's `"oops"` in a number column is a rejected row, it does
-    not make the column text); a column some files lack, Nullable (their rows hold no value for it)."""
+    that differs between files as the common type of the two (`_common_type`: the type one
+    file holding both sets of values would have been inferred as, so no sampled file's rows
+    are refused by the table made for them); a column some files lack, Nullable (their rows
+    hold no value for it)."""
     merged: dict[str, Column] = {}
     seen_in: dict[str, int] = {}
     for columns in per_file:
@@ -295,17 +296,28 @@ def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Colu
 
 
 def _common_type(engine: Engine, a: str, b: str) -> str:
-    """The engine's common type of `a` and `b`; `a` where they have none."""
+    """The engine's common type of `a` and `b` (a UNION ALL's: `if` returns the first branch's
+    type for some arrays, maps and tuples); where the engine has none, what its inference makes
+    of both values in one file: Float64 for integers and floats, arrays of their elements'
+    common type, String for the rest (text holds either). Nullable if either is."""
     try:
         rows = engine.rows(
-            f"SELECT toTypeName(if(rand() > 0, defaultValueOfTypeName({quote_str(a)}), "
-            f"defaultValueOfTypeName({quote_str(b)}))) AS t",
+            f"SELECT toTypeName(x) AS t FROM (SELECT defaultValueOfTypeName({quote_str(a)}) AS x "
+            f"UNION ALL SELECT defaultValueOfTypeName({quote_str(b)}) AS x) LIMIT 1",
             settings={"use_variant_as_common_type": 0},
             context="the common type of a column's inferred types",
         )
         return str(rows[0]["t"])
-    except ChuteError:  # no common type (a number and a date)
-        return nullable(a) if "Nullable(" in b else a
+    except ChuteError:  # no common type (a number and a date, Int64 and Float64)
+        pass
+    held = [t[len("Nullable(") : -1] if t.startswith("Nullable(") else t for t in (a, b)]
+    if all(_NUMBER.match(t) for t in held) and any(t.startswith("Float") for t in held):
+        common = "Float64"
+    elif all(t.startswith("Array(") for t in held):
+        common = f"Array({_common_type(engine, held[0][len('Array(') : -1], held[1][len('Array(') : -1])})"
+    else:
+        common = "String"
+    return nullable(common) if held != [a, b] else common
 
 
 INFER_FILES = 8

@@ -251,6 +251,8 @@ def _parse_readable(
             os.remove(tagged_file)
 
 
+EMPTY_KEY = 'a field named "" (the empty key), which no column can be named'
+"""Why a JSON object with that field is refused: the engine's words name no field."""
 PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
 """Types read as they are whose refused value still gets a reason naming its column."""
 
@@ -260,8 +262,9 @@ def _json_reasons(columns: list[Column]) -> str:
     names = "[" + ", ".join(quote_str(c.name) for c in columns) + "]"
     keys = "JSONExtractKeys(l.raw)"
     parts = [
+        f"has({keys}, ''), {quote_str(EMPTY_KEY)}",
         f"notEmpty(arrayFilter(k -> NOT has({names}, k), {keys})), "
-        f"concat('fields not in the table: ', arrayStringConcat(arrayFilter(k -> NOT has({names}, k), {keys}), ', '))"
+        f"concat('fields not in the table: ', arrayStringConcat(arrayFilter(k -> NOT has({names}, k), {keys}), ', '))",
     ]
     twice = f"arrayDistinct(arrayFilter((k, i) -> indexOf({keys}, k) != i, {keys}, arrayEnumerate({keys})))"
     parts.append(f"notEmpty({twice}), concat('a field appears twice: ', arrayStringConcat({twice}, ', '))")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +13,7 @@ from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
+from chute.load.inference import TOLERANT_TEXT, from_json_objects, refuse_empty_key, repeated_names
 from chute.load.outcome import Plan
 from chute.parquetmeta import not_nullable, null_free
 from chute.schema import (
@@ -28,8 +28,8 @@ from chute.schema import (
     with_faithful_numbers,
     with_null_markers,
     with_provenance,
+    without_nullable,
 )
-from chute.scratch import scratch_file
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.engines import distributed
@@ -131,53 +131,77 @@ class TableSetup:
         return True
 
     def infer(self, unit: Unit, sample_rows: int | None = None) -> list[Column]:
-        """The unit's columns; for JSON lines with broken lines, from its valid lines. A text
-        column of a CSV/TSV file whose only other values are one NULL marker (`NA`) is typed
-        Nullable (schema.with_null_markers)."""
+        """The unit's columns. Bad records do not stop it (load.inference): a CSV/TSV file's are
+        read past, a JSON lines file's left out; the load then rejects them. A text column of a
+        CSV/TSV file whose only other values are one NULL marker (`NA`) is typed Nullable
+        (schema.with_null_markers)."""
         declared = self.ctx.source.declared_columns(unit)
         if declared is not None:
             return declared
-        if unit.fmt.format in ("CSV", "TSV"):
+        text = unit.fmt.format in ("CSV", "TSV")
+        if text:
             names = self.headers.header_only(unit, self.headers.head(unit))
             if names is not None:
                 return [Column(n, "String") for n in names]
-        context = f"{unit.key}: cannot infer the schema"
         expression = self.ctx.source.table_expression(unit, None)
-        engine, settings = self.ctx.target.engine, self.ctx.format_settings()
+        settings = self.ctx.format_settings()
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        if unit.fmt.format == "JSONEachRow":
+            refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
         try:
-            columns = describe(engine, expression, context, sample_rows, settings)
-            if unit.fmt.format in ("CSV", "TSV"):
-                if columns and columns[0].name.startswith("\ufeff"):
-                    # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
-                    # name, its header detection then fails on the line: the header is read as one.
-                    columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
-                    expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
-                columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
-                columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
-            return columns
-        except ChuteError:
+            return self._described(unit, expression, settings, sample_rows)
+        except ChuteError as exc:
+            if text:
+                return self._described_tolerantly(unit, expression, settings, sample_rows, exc)
             if unit.fmt.format != "JSONEachRow":
                 raise
+        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, settings)
+        self.ctx.note(f"{unit.key}: some lines are not JSON objects; the columns are inferred from the others")
+        return columns
+
+    def _described(
+        self, unit: Unit, expression: str, settings: dict[str, str | int | float], sample_rows: int | None
+    ) -> list[Column]:
+        """The engine's inference of the unit; a CSV/TSV file's NULL markers and numbers as text on top."""
+        context = f"{unit.key}: cannot infer the schema"
         engine = self.ctx.target.engine
-        sample = scratch_file("sample", ".jsonl")
-        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        columns = describe(engine, expression, context, sample_rows, settings)
+        if unit.fmt.format in ("CSV", "TSV"):
+            if columns and columns[0].name.startswith("\ufeff"):
+                # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
+                # name, its header detection then fails on the line: the header is read as one.
+                columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+                expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
+            columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+            columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
+        return columns
+
+    def _described_tolerantly(
+        self,
+        unit: Unit,
+        expression: str,
+        settings: dict[str, str | int | float],
+        sample_rows: int | None,
+        failed: ChuteError,
+    ) -> list[Column]:
+        """A CSV/TSV file whose inference failed, inferred past rows of another number of fields;
+        a header naming a field twice is refused in one line (the engine reads no such file)."""
         try:
-            engine.execute(
-                f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
-                f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
-                context=context,
-            )
-            if not os.path.getsize(sample):
-                raise SourceError(f"{context}: no line is a JSON object")
-            return describe(
-                engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self.ctx.format_settings()
-            )
-        except ChuteError as exc:  # the sample is chute's copy: name the user's file
-            exc.args = (str(exc).replace(sample, unit.key),)
-            raise
-        finally:
-            with contextlib.suppress(OSError):
-                os.remove(sample)
+            columns = self._described(unit, expression, {**settings, **TOLERANT_TEXT}, sample_rows)
+        except ChuteError:
+            delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+            twice = repeated_names(self.headers.head(unit).fields(delimiter))
+            if twice:
+                raise SourceError(
+                    f"{unit.key}: the header line names {', '.join(twice)} more than once; the engine reads no "
+                    "file whose columns share a name: rename the repeated fields in the header, then load"
+                ) from None
+            raise failed from None
+        self.ctx.note(
+            f"{unit.key}: some rows have another number of fields than the others; the columns are inferred "
+            "from the rest"
+        )
+        return columns
 
     def designed_ddl(self, plan: Plan) -> str:
         """The CREATE TABLE of --design: measured now ("auto") or from a saved file."""
@@ -256,9 +280,14 @@ class TableSetup:
                 per_file.append(self.infer(unit, INFER_MORE_ROWS))
                 sampled.append((unit, per_file[-1]))
         merged = union_columns(self.ctx.target.engine, per_file)
+        types = {c.name: c.type for c in columns}
         for c in merged:
-            if c.name not in {f.name for f in columns}:
+            if c.name not in types:
                 self.ctx.report.notes.append(f"column {c.name} {c.type}: a field of later files, not of {first.key}")
+            elif without_nullable(c.type) != without_nullable(types[c.name]):
+                self.ctx.report.notes.append(
+                    f"column {c.name} {c.type}: {types[c.name]} in {first.key}, another type in later files"
+                )
         return merged
 
     def _parquet_nullability(self, columns: list[Column], sampled: list[tuple[Unit, list[Column]]]) -> list[Column]:
