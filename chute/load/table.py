@@ -139,42 +139,53 @@ class TableSetup:
             if names is not None:
                 return [Column(n, "String") for n in names]
         context = f"{unit.key}: cannot infer the schema"
-        expression = self.ctx.source.table_expression(unit, None)
-        engine, settings = self.ctx.target.engine, self.ctx.format_settings()
         try:
-            columns = describe(engine, expression, context, sample_rows, settings)
-            if unit.fmt.format in ("CSV", "TSV"):
-                if columns and columns[0].name.startswith("\ufeff"):
-                    # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
-                    # name, its header detection then fails on the line: the header is read as one.
-                    columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
-                    expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
-                columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
-                columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
-            return columns
-        except ChuteError:
-            if unit.fmt.format != "JSONEachRow":
+            return self._described(unit, lambda f: self.ctx.source.table_expression(unit, None, f), sample_rows)
+        except ChuteError as exc:
+            if unit.fmt.format not in ("JSONEachRow", "CSV", "TSV"):
                 raise
-        engine = self.ctx.target.engine
-        sample = scratch_file("sample", ".jsonl")
+            first = exc
+        # JSON lines: from the valid lines. CSV/TSV: from the lines that are not blank (the
+        # engine's inference takes a blank line for a row of one field; the load skips it).
+        json = unit.fmt.format == "JSONEachRow"
+        sample = scratch_file("sample", ".txt")
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        kept = "isValidJSON(line)" if json else "NOT match(line, '^\\\\s*$')"
         try:
-            engine.execute(
+            self.ctx.target.engine.execute(
                 f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
-                f"SELECT line FROM {lines} WHERE isValidJSON(line) LIMIT 25000",
+                f"SELECT line FROM {lines} WHERE {kept} LIMIT 25000",
                 context=context,
             )
             if not os.path.getsize(sample):
-                raise SourceError(f"{context}: no line is a JSON object")
-            return describe(
-                engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, self.ctx.format_settings()
-            )
+                raise SourceError(f"{context}: no line is a JSON object") if json else first
+            return self._described(unit, lambda f: f"file({quote_str(sample)}, {quote_str(f)})", None)
         except ChuteError as exc:  # the sample is chute's copy: name the user's file
+            if not json:
+                raise first from None
             exc.args = (str(exc).replace(sample, unit.key),)
             raise
         finally:
             with contextlib.suppress(OSError):
                 os.remove(sample)
+
+    def _described(self, unit: Unit, read: Callable[[str], str], sample_rows: int | None) -> list[Column]:
+        """The columns the engine infers for the unit as `read` (a format name: its table
+        expression) reads it; CSV/TSV: see infer."""
+        context = f"{unit.key}: cannot infer the schema"
+        engine, settings = self.ctx.target.engine, self.ctx.format_settings()
+        expression = read(unit.fmt.format)
+        columns = describe(engine, expression, context, sample_rows, settings)
+        if unit.fmt.format not in ("CSV", "TSV"):
+            return columns
+        self.headers.refuse_unnamed(unit, columns)
+        if columns and columns[0].name.startswith("\ufeff"):
+            # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
+            # name, its header detection then fails on the line: the header is read as one.
+            columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+            expression = read(f"{unit.fmt.format}WithNames")
+        columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+        return with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
 
     def designed_ddl(self, plan: Plan) -> str:
         """The CREATE TABLE of --design: measured now ("auto") or from a saved file."""
@@ -401,6 +412,7 @@ class TableSetup:
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
         expression = self.ctx.source.table_expression(unit, None)
         kept: set[str] | None = None
+        header: list[str] | None = None
         if unit.fmt.format in ("CSV", "TSV"):
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
             header = self.headers.head(unit).fields(delimiter)
@@ -418,6 +430,8 @@ class TableSetup:
         )
         if kept is not None:
             fields = [f for f in fields if f.name in kept]
+        elif header is not None and _positional(fields, header):
+            return  # no header line: its fields have no names to add (they load by position)
         known = {c.name for c in self.ctx.info.columns}
         extra = [f for f in fields if f.name not in known]
         if not extra:
@@ -444,3 +458,9 @@ class TableSetup:
                     self.ctx.target.execute(add.format(""), settings, f"adding column {col.name}")
             self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))
+
+
+def _positional(fields: list[Column], header: list[str]) -> bool:
+    """The engine named a CSV/TSV file's fields c1, c2, ...: it found no header line."""
+    names = [f.name for f in fields]
+    return names == [f"c{i}" for i in range(1, len(names) + 1)] and names != header
