@@ -156,6 +156,14 @@ def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
     settings: dict[str, str | int | float] = {
         "date_time_input_format": "best_effort",
         "input_format_csv_detect_header": 1,
+        # Spaces and tabs around an unquoted CSV field are part of its value (RFC 4180; TSV keeps
+        # them too): the engine would trim them off text.
+        "input_format_csv_trim_whitespaces": 0,
+        # Blank lines at the end are no rows (others go to the careful pass, which skips them too),
+        # and TSV lines may end in CRLF as CSV's may (a TSV value holds a CR only escaped, `\r`).
+        "input_format_csv_skip_trailing_empty_lines": 1,
+        "input_format_tsv_skip_trailing_empty_lines": 1,
+        "input_format_tsv_crlf_end_of_line": 1,
         # A date or time out of its type's range fails (to the careful pass) instead of being clamped.
         "date_time_overflow_behavior": "throw",
         # A URL that cuts its body: 4 tries (0.1 + 0.2 + 0.4 s apart), not the engine's 10 with up
