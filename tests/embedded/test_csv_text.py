@@ -112,3 +112,13 @@ def test_tsv_with_crlf_line_ends(tmp_path: Path, target: str, engine: Engine, cr
     report = chute.load([path], table="t", target=target)
     assert report.ok and report.rows_loaded == 2, report.files
     assert _rows(engine, "SELECT a, b, _source_row FROM t ORDER BY a") == [(1, "x", 1), (2, "y", 2)]
+
+
+@pytest.mark.parametrize("type_sql", ["LowCardinality(String)", "LowCardinality(Nullable(String))"])
+def test_spaces_kept_in_a_low_cardinality_column(tmp_path: Path, target: str, engine: Engine, type_sql: str) -> None:
+    """The engine's LowCardinality CSV reader drops leading spaces even untrimmed: read as the inner type."""
+    engine.execute(f"CREATE TABLE t (id Int64, s {type_sql}, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _write(tmp_path / "lc.csv", "id,s\n1,  padded  \n2,\ttab\t\n")
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert _rows(engine, "SELECT id, s FROM t ORDER BY id") == [(1, "  padded  "), (2, "\ttab\t")]
