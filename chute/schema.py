@@ -24,6 +24,9 @@ PROVENANCE_NAMES = frozenset(name for name, _ in PROVENANCE_COLUMNS)
 
 # Inference makes a column Nullable only where the sample holds a null.
 INFERENCE_SETTINGS = {"schema_inference_make_columns_nullable": "auto"}
+TRIMMED_FOR_INFERENCE = {"input_format_csv_trim_whitespaces": 1}
+"""Names and types are inferred from trimmed CSV fields (` 7 ` is a number, ` id` names `id`),
+while the load itself keeps a text value's spaces (chute.load.options.format_settings)."""
 
 NULL_MARKERS: tuple[str, ...] = (
     "NA",
@@ -100,7 +103,7 @@ def describe(
     format_settings: Mapping[str, str | int | float] | None = None,
 ) -> list[Column]:
     """Column names and types the engine infers for a table expression."""
-    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {}), **TRIMMED_FOR_INFERENCE}
     if sample_rows is not None:
         settings["input_format_max_rows_to_read_for_schema_inference"] = sample_rows
     rows = engine.rows(f"DESCRIBE {table_expression}", settings=settings, context=context)
@@ -260,7 +263,7 @@ def _sample_as_text(
     sample_rows: int | None,
 ) -> list[dict[str, Any]]:
     """`aggregates` over the rows inference reads, `columns` read as their text."""
-    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {})}
+    settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {}), **TRIMMED_FOR_INFERENCE}
     limit = sample_rows or int(settings.get("input_format_max_rows_to_read_for_schema_inference", 25_000))
     structure_sql = ", ".join(f"{quote_ident(c.name)} Nullable(String)" for c in columns)
     return engine.rows(

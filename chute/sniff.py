@@ -10,6 +10,7 @@ number of fields, more than one.
 from __future__ import annotations
 
 import base64
+import csv
 import re
 from dataclasses import dataclass
 
@@ -74,9 +75,43 @@ class Head:
 
     def fields(self, delimiter: str) -> list[str]:
         """The first line's fields, quotes and spaces around them removed."""
+        return [_QUOTES.sub("", f).strip(" \t") for f in self.raw_fields(delimiter)]
+
+    def raw_fields(self, delimiter: str) -> list[str]:
+        """The first line's fields, split where the delimiter stands outside quotes (`a,"x,y"`
+        is two fields) as the engine's CSV reader splits them, quotes removed; TSV has no quoting."""
         if not self.lines:
             return []
-        return [_QUOTES.sub("", f).strip(" ") for f in self.text[0].split(delimiter)]
+        first = self.text[0]
+        if delimiter == "\t":
+            return first.split(delimiter)
+        try:
+            return next(csv.reader([first], delimiter=delimiter, skipinitialspace=True), None) or [""]
+        except csv.Error:  # (a NUL byte, say: split as it stands)
+            return first.split(delimiter)
+
+    def padded_names(self, delimiter: str) -> bool:
+        """The first line's unquoted fields have spaces or tabs around them (`id, name`)."""
+        if not self.lines or delimiter == "\t":
+            return False
+        return any(f != f.strip(" \t") for f in self.text[0].split(delimiter) if '"' not in f)
+
+    def unnamed_at(self, delimiter: str) -> list[int]:
+        """Positions (1-based) of the empty fields of a first line that otherwise looks like a
+        header (`a,,b`: distinct fields, none a number or a date); [] for any other line, and
+        for empty fields only at its end (`id,s,`, see chute.load.headers.Headers.named_fields)."""
+        fields = self.fields(delimiter)
+        names = [f for f in fields if f]
+        gaps = [i + 1 for i, f in enumerate(fields) if not f]
+        if not gaps or not names or all(fields[: len(fields) - len(gaps)]):
+            return []
+        if len(set(names)) != len(names) or any(_NUMBER_OR_DATE.match(f) for f in names):
+            return []
+        return gaps
+
+    def blank_lines(self) -> bool:
+        """The sample holds a blank (or whitespace-only) line."""
+        return any(not line.strip() for line in self.lines)
 
     def names_only(self, delimiter: str) -> list[str] | None:
         """The column names, when the whole file is one line that looks like a header:

@@ -18,9 +18,12 @@ from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons
 from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
-from chute.sniff import refuse_binary
+from chute.sniff import read_head, refuse_binary
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
+
+BLANK = "match(raw, '^\\\\s*$')"
+"""A record the parser could not split is a blank (or whitespace-only) line."""
 
 # The line of the engine's diagnostic that says what is wrong (and its hint).
 ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
@@ -72,7 +75,10 @@ def check_delimited(
             return materialize(engine, select, settings)
         bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))"
         good = _good_records(scratch, columns, delimiter, bad_rows, watched_at)
-        select = f"{good} UNION ALL SELECT row, raw, reason, {_no_values(columns)} FROM ({bad_structure})"
+        # A blank line is no record, yet keeps its number: the rows after it are numbered by line.
+        select = (
+            f"{good} UNION ALL SELECT row, raw, reason, {_no_values(columns)} FROM ({bad_structure}) WHERE NOT {BLANK}"
+        )
         unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
         if unclosed is not None:
             select = _split_at(
@@ -304,14 +310,7 @@ def _check_rest(
 
 
 def has_header(engine: Engine, lines_expression: str, columns: list[Column], delimiter: str) -> bool:
-    """Whether the first line holds the column names (a UTF-8 BOM and quotes aside)."""
-    rows = engine.rows(
-        "SELECT arrayMap(f -> trimBoth(replaceRegexpAll(f, '^\\s*\"|\"\\s*$', '')), "
-        f"splitByString({quote_str(delimiter)}, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
-        f"'\\r$', ''))) AS fields FROM {lines_expression} LIMIT 1"
-    )
-    if not rows:
-        return False
+    """Whether the first line holds the column names (quote-aware: `"x,y"` is one name)."""
+    fields = read_head(engine, lines_expression).fields(delimiter)
     names = {c.name for c in columns}
-    fields = rows[0]["fields"]
     return bool(fields) and all(f in names for f in fields)

@@ -92,6 +92,9 @@ class LoadContext:
     """Units found to hold a missing value (chute.load.missing): read with the count at once."""
     csv_delimiter: str | None = None
     """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
+    csv_trim: bool = False
+    """A CSV header's names are padded with spaces (`id, name`): the engine matches names only
+    trimmed, and trims values with them (chute.load.headers.Headers.header_names)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     books: Books | None = None
     """Where the books are kept, as the caller found it (None: found here)."""
@@ -150,7 +153,10 @@ class LoadContext:
         return names
 
     def format_settings(self) -> dict[str, str | int | float]:
-        return format_settings(self.opts)
+        settings = format_settings(self.opts)
+        if self.csv_trim:
+            settings["input_format_csv_trim_whitespaces"] = 1
+        return settings
 
     def format_name(self, unit: Unit) -> str:
         return unit.fmt.format + ("WithNames" if unit.key in self.named else "")

@@ -6,6 +6,7 @@ import dataclasses
 
 from chute.errors import SchemaError, SourceError
 from chute.load.context import LoadContext
+from chute.schema import Column, describe
 from chute.sniff import Head, refuse_binary
 from chute.units import Unit
 
@@ -56,7 +57,8 @@ class Headers:
         A first line that names table columns and others too raises SchemaError naming the
         others, as for JSON: the engine would read it as a header and drop their values."""
         delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
-        fields = self.named_fields(unit, self.head(unit).fields(delimiter))
+        head = self.head(unit)
+        fields = self.named_fields(unit, head.fields(delimiter))
         known = {c.name for c in self.ctx.input_columns()}
         if not fields or not set(fields) <= known:
             named = [f for f in fields if f in known]
@@ -71,7 +73,33 @@ class Headers:
             f"SELECT avg(length(line)) + 1 AS width FROM (SELECT line FROM {lines} LIMIT 2000)"
         )
         self.ctx.line_bytes[unit.key] = float(sample[0]["width"] or 1) if sample else 1.0
+        if unit.fmt.format == "CSV" and head.padded_names(delimiter) and not self.ctx.csv_trim:
+            self.ctx.csv_trim = True
+            self.ctx.report.notes.append(
+                f"{unit.key}: the header's names have spaces around them, so spaces and tabs around unquoted "
+                "CSV values are trimmed too in this load (the engine trims both or neither)"
+            )
         return True
+
+    def refuse_unnamed(self, unit: Unit, columns: list[Column]) -> None:
+        """SchemaError for a header that leaves a column unnamed (`a,,b`): the engine's header
+        detection then takes it for a row, and its names would load as values. It is a header
+        when the rows after it hold a number or a date where it holds a name."""
+        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        head = self.head(unit)
+        gaps = head.unnamed_at(delimiter)
+        if not gaps or [c.name for c in columns] != [f"c{i}" for i in range(1, len(columns) + 1)]:
+            return
+        skip = f"input_format_{unit.fmt.format.lower()}_skip_first_lines"
+        settings = {**self.ctx.format_settings(), skip: 1, "input_format_csv_detect_header": 0}
+        expression = self.ctx.source.table_expression(unit, None, unit.fmt.format)
+        rest = describe(self.ctx.target.engine, expression, f"{unit.key}: cannot infer the schema", None, settings)
+        if any(f and "String" not in c.type for f, c in zip(head.fields(delimiter), rest, strict=False)):
+            at = ", ".join(map(str, gaps))
+            raise SchemaError(
+                f"{unit.key}: the header line names no column at position {at}: name every column, "
+                "or remove the line to load the file without names"
+            )
 
     def named_fields(self, unit: Unit, fields: list[str]) -> list[str]:
         """A CSV/TSV header's fields without the unnamed ones a trailing delimiter makes

@@ -151,7 +151,8 @@ class Methods:
         """Columns whose values a server parsing the text itself would change without a word
         (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
         26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
-        Capabilities.csv_text_like_engine); chute's own read checks them."""
+        Capabilities.csv_text_like_engine; CSV text's spaces where the server trims them:
+        ServerInfo.csv_keeps_spaces); chute's own read checks them."""
         if not unit.fmt.is_text:
             if typed_checks(unit, self.ctx.target.capabilities):
                 return []
@@ -159,7 +160,9 @@ class Methods:
             return [c.name for c in self.ctx.input_columns() if binary_read(c.name, c.type, fmt) is not None]
         capabilities = self.ctx.target.capabilities
         floats = not capabilities.precise_floats
-        texts = unit.fmt.format == "CSV" and not capabilities.csv_text_like_engine
+        texts = unit.fmt.format == "CSV" and not (
+            capabilities.csv_text_like_engine and self.parse.server().csv_keeps_spaces
+        )
         return [
             c.name
             for c in self.ctx.input_columns()
@@ -194,7 +197,8 @@ class Methods:
             return True
         self.ctx.note(
             f"{method} not used: the server's parser would change values of {columns} without a word "
-            "(wrap or clamp numbers that do not fit; on servers before 19.13, keep a CSV \\N as text); "
+            "(wrap or clamp numbers that do not fit; trim spaces around CSV text; on servers before 19.13, "
+            "keep a CSV \\N as text); "
             f"chute reads and checks them (--method {method} lets the server parse{also})"
         )
         return False

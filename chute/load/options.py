@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chute.errors import UsageError
+from chute.errors import TargetError, UsageError
 from chute.load.claims import DEFAULT_LEASE_SECONDS
 
 ON_CHANGE = ("skip", "reload", "error")
@@ -156,6 +157,14 @@ def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
     settings: dict[str, str | int | float] = {
         "date_time_input_format": "best_effort",
         "input_format_csv_detect_header": 1,
+        # Spaces and tabs around an unquoted CSV field are part of its value (RFC 4180; TSV keeps
+        # them too): the engine would trim them off text.
+        "input_format_csv_trim_whitespaces": 0,
+        # Blank lines at the end are no rows (others go to the careful pass, which skips them too),
+        # and TSV lines may end in CRLF as CSV's may (a TSV value holds a CR only escaped, `\r`).
+        "input_format_csv_skip_trailing_empty_lines": 1,
+        "input_format_tsv_skip_trailing_empty_lines": 1,
+        "input_format_tsv_crlf_end_of_line": 1,
         # A date or time out of its type's range fails (to the careful pass) instead of being clamped.
         "date_time_overflow_behavior": "throw",
         # A URL that cuts its body: 4 tries (0.1 + 0.2 + 0.4 s apart), not the engine's 10 with up
@@ -165,3 +174,25 @@ def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
     if opts.delimiter:
         settings["format_csv_delimiter"] = opts.delimiter
     return settings
+
+
+LAYOUT_ERRORS = frozenset({36, 43, 44, 46, 47, 62, 215})
+"""Codes of a table's key refused (bad arguments, illegal type, illegal column, unknown function or
+identifier, syntax, a Nullable key, not an aggregate)."""
+
+
+def layout_refused(opts: LoadOptions, exc: TargetError) -> UsageError | None:
+    """The user's --order-by or --partition-by refused by the server: a usage error, in one
+    line without the engine's list of every column it knows (virtual ones too)."""
+    given = [
+        f"{option} {text!r}"
+        for option, text, default in (
+            ("--order-by", opts.order_by, "tuple()"),
+            ("--partition-by", opts.partition_by, None),
+        )
+        if text != default
+    ]
+    if not given or exc.code not in LAYOUT_ERRORS:
+        return None
+    reason = re.split(r",? required columns:|\. Stack trace", str(exc))[0]
+    return UsageError(f"{reason} (check {' and '.join(given)})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable
@@ -287,6 +288,10 @@ class Reads:
             elif fast is None:
                 if probe and watched(col, fmt):
                     read_as[i] = Column(col.name, col.type, "DEFAULT", sentinel(col.type))
+                elif fmt == "CSV" and col.type.startswith("LowCardinality("):
+                    # The engine's LowCardinality CSV reader drops a value's leading spaces, even
+                    # with input_format_csv_trim_whitespaces = 0: read the inner type.
+                    read_as[i] = dataclasses.replace(col, type=col.type[len("LowCardinality(") : -1])
                 exprs.append(ident)
             else:
                 # Text parsers wrap, clamp and roll over values that do not fit: read wide or

@@ -45,6 +45,7 @@ from chute.units import Unit
 
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
 """Reading settings a server of any version knows, for the paths where it parses."""
+TRIM_SETTING = "input_format_csv_trim_whitespaces"
 ONE_BLOCK_BYTES = 256 * 2**20
 """Files up to this size uncompressed go in one insert block (held in the server's memory)."""
 RETRIES = 4
@@ -73,6 +74,8 @@ class ServerInfo:
     cores: int
     parallel_parsing: bool
     """It has `input_format_parallel_parsing` (which cuts a body into many blocks)."""
+    csv_keeps_spaces: bool = False
+    """It has `input_format_csv_trim_whitespaces` (sent as 0); others trim CSV text (18.16 does)."""
 
 
 def uncompressed_size(unit: Unit) -> int | None:
@@ -133,11 +136,12 @@ class ServerParse:
                     str(r["name"]): str(r["value"])
                     for r in self.ctx.target.rows(
                         "SELECT name, value FROM system.settings "
-                        "WHERE name IN ('max_threads', 'input_format_parallel_parsing')"
+                        f"WHERE name IN ('max_threads', 'input_format_parallel_parsing', {quote_str(TRIM_SETTING)})"
                     )
                 }
                 digits = re.findall(r"\d+", found.get("max_threads", ""))
-                self._server = ServerInfo(int(digits[-1]) if digits else 1, "input_format_parallel_parsing" in found)
+                parallel, trims = "input_format_parallel_parsing" in found, TRIM_SETTING in found
+                self._server = ServerInfo(int(digits[-1]) if digits else 1, parallel, trims)
             return self._server
 
     def blocker(self, unit: Unit) -> str | None:
@@ -278,6 +282,8 @@ class ServerParse:
         ctx = self.ctx
         settings = {k: v for k, v in ctx.format_settings().items() if k in SERVER_READ_SETTINGS}
         settings["input_format_skip_unknown_fields"] = 0
+        if unit.fmt.format == "CSV" and self.server().csv_keeps_spaces:
+            settings[TRIM_SETTING] = 0
         if ctx.fill_provenance:
             # One block per file: rows <= bytes (every row ends with a newline, but the last).
             settings["max_insert_block_size"] = (uncompressed_size(unit) or unit.size) + 2

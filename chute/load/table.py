@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from chute.errors import ChuteError, SchemaError, SourceError, TargetError, Usag
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.inference import TOLERANT_TEXT, from_json_objects, refuse_empty_key, repeated_names
+from chute.load.options import layout_refused
 from chute.load.outcome import Plan
 from chute.parquetmeta import not_nullable, null_free
 from chute.schema import (
@@ -30,6 +32,7 @@ from chute.schema import (
     with_provenance,
     without_nullable,
 )
+from chute.scratch import scratch_file
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.engines import distributed
@@ -38,9 +41,6 @@ from chute.units import Unit
 DDL_TIMEOUT_SECONDS = 30
 """How long an `ON CLUSTER` statement waits for every node (a node that is down runs it when
 it is back; the default wait is 3 minutes)."""
-LAYOUT_ERRORS = frozenset({36, 43, 44, 46, 47, 62, 215})
-"""Codes of a table's key refused (bad arguments, illegal type, illegal column, unknown function or
-identifier, syntax, a Nullable key, not an aggregate)."""
 SELF_DESCRIBING = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
 """Formats that describe themselves: reading their schema costs no row parsing."""
 
@@ -143,51 +143,38 @@ class TableSetup:
             names = self.headers.header_only(unit, self.headers.head(unit))
             if names is not None:
                 return [Column(n, "String") for n in names]
-        expression = self.ctx.source.table_expression(unit, None)
-        settings = self.ctx.format_settings()
+        read: Callable[[str], str] = lambda f: self.ctx.source.table_expression(unit, None, f)  # noqa: E731
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
         if unit.fmt.format == "JSONEachRow":
             refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
         try:
-            return self._described(unit, expression, settings, sample_rows)
+            return self._described(unit, read, sample_rows)
         except ChuteError as exc:
             if text:
-                return self._described_tolerantly(unit, expression, settings, sample_rows, exc)
+                return self._described_tolerantly(unit, read, sample_rows, exc)
             if unit.fmt.format != "JSONEachRow":
                 raise
-        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, settings)
+        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
         self.ctx.note(f"{unit.key}: some lines are not JSON objects; the columns are inferred from the others")
         return columns
 
-    def _described(
-        self, unit: Unit, expression: str, settings: dict[str, str | int | float], sample_rows: int | None
-    ) -> list[Column]:
-        """The engine's inference of the unit; a CSV/TSV file's NULL markers and numbers as text on top."""
-        context = f"{unit.key}: cannot infer the schema"
-        engine = self.ctx.target.engine
-        columns = describe(engine, expression, context, sample_rows, settings)
-        if unit.fmt.format in ("CSV", "TSV"):
-            if columns and columns[0].name.startswith("\ufeff"):
-                # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
-                # name, its header detection then fails on the line: the header is read as one.
-                columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
-                expression = self.ctx.source.table_expression(unit, None, f"{unit.fmt.format}WithNames")
-            columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
-            columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
-        return columns
-
     def _described_tolerantly(
-        self,
-        unit: Unit,
-        expression: str,
-        settings: dict[str, str | int | float],
-        sample_rows: int | None,
-        failed: ChuteError,
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, failed: ChuteError
     ) -> list[Column]:
-        """A CSV/TSV file whose inference failed, inferred past rows of another number of fields;
-        a header naming a field twice is refused in one line (the engine reads no such file)."""
+        """A CSV/TSV file whose inference failed, inferred past blank lines and rows of another
+        number of fields; a header naming a field twice is refused in one line (the engine reads
+        no such file)."""
+        sample = scratch_file("sample", ".txt")
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
         try:
-            columns = self._described(unit, expression, {**settings, **TOLERANT_TEXT}, sample_rows)
+            # The lines that are not blank (the engine's inference takes one for a row of one
+            # field, which the load skips), read past rows of another number of fields.
+            self.ctx.target.engine.execute(
+                f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
+                f"SELECT line FROM {lines} WHERE NOT match(line, '^\\s*$') LIMIT {sample_rows or 25000}",
+                context=f"{unit.key}: cannot infer the schema",
+            )
+            columns = self._described(unit, lambda f: f"file({quote_str(sample)}, {quote_str(f)})", None, TOLERANT_TEXT)
         except ChuteError:
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
             twice = repeated_names(self.headers.head(unit).fields(delimiter))
@@ -197,11 +184,34 @@ class TableSetup:
                     "file whose columns share a name: rename the repeated fields in the header, then load"
                 ) from None
             raise failed from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(sample)
         self.ctx.note(
-            f"{unit.key}: some rows have another number of fields than the others; the columns are inferred "
-            "from the rest"
+            f"{unit.key}: some rows are blank or have another number of fields than the others; the columns "
+            "are inferred from the rest"
         )
         return columns
+
+    def _described(
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, extra: Settings | None = None
+    ) -> list[Column]:
+        """The columns the engine infers for the unit as `read` (a format name: its table
+        expression) reads it, with `extra` settings; CSV/TSV: see infer."""
+        context = f"{unit.key}: cannot infer the schema"
+        engine, settings = self.ctx.target.engine, {**self.ctx.format_settings(), **(extra or {})}
+        expression = read(unit.fmt.format)
+        columns = describe(engine, expression, context, sample_rows, settings)
+        if unit.fmt.format not in ("CSV", "TSV"):
+            return columns
+        self.headers.refuse_unnamed(unit, columns)
+        if columns and columns[0].name.startswith("\ufeff"):
+            # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
+            # name, its header detection then fails on the line: the header is read as one.
+            columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+            expression = read(f"{unit.fmt.format}WithNames")
+        columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+        return with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
 
     def designed_ddl(self, plan: Plan) -> str:
         """The CREATE TABLE of --design: measured now ("auto") or from a saved file."""
@@ -354,27 +364,11 @@ class TableSetup:
                     f"creating table {self.ctx.table}{how}",
                 )
             except TargetError as exc:
-                raise self._layout_refused(exc) or exc from None
+                raise layout_refused(self.ctx.opts, exc) or exc from None
         self.ctx.report.ddl = ddl
         if on_ddl:
             on_ddl(ddl)
         return self.ctx.target.table_columns(self.ctx.table)
-
-    def _layout_refused(self, exc: TargetError) -> UsageError | None:
-        """The user's --order-by or --partition-by refused by the server: a usage error, in
-        one line without the engine's list of every column it knows (virtual ones too)."""
-        given = [
-            f"{option} {text!r}"
-            for option, text, default in (
-                ("--order-by", self.ctx.opts.order_by, "tuple()"),
-                ("--partition-by", self.ctx.opts.partition_by, None),
-            )
-            if text != default
-        ]
-        if not given or exc.code not in LAYOUT_ERRORS:
-            return None
-        reason = re.split(r",? required columns:|\. Stack trace", str(exc))[0]
-        return UsageError(f"{reason} (check {' and '.join(given)})")
 
     def _on_cluster(self, ddl: str, cluster: str) -> list[str]:
         """The table as chute makes it on a cluster: `<table>_local`, a ReplicatedMergeTree on
@@ -452,6 +446,7 @@ class TableSetup:
         sample = None if unit.fmt.format in SELF_DESCRIBING else 1000
         expression = self.ctx.source.table_expression(unit, None)
         kept: set[str] | None = None
+        header: list[str] | None = None
         if unit.fmt.format in ("CSV", "TSV"):
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
             header = self.headers.head(unit).fields(delimiter)
@@ -469,6 +464,8 @@ class TableSetup:
         )
         if kept is not None:
             fields = [f for f in fields if f.name in kept]
+        elif header is not None and _positional(fields, header):
+            return  # no header line: its fields have no names to add (they load by position)
         known = {c.name for c in self.ctx.info.columns}
         extra = [f for f in fields if f.name not in known]
         if not extra:
@@ -495,3 +492,9 @@ class TableSetup:
                     self.ctx.target.execute(add.format(""), settings, f"adding column {col.name}")
             self.ctx.report.notes.append(f"added column {col.name} {col.type} (from {unit.key})")
         self.ctx.set_info(columns=tuple(self.ctx.target.table_columns(self.ctx.table) or self.ctx.columns))
+
+
+def _positional(fields: list[Column], header: list[str]) -> bool:
+    """The engine named a CSV/TSV file's fields c1, c2, ...: it found no header line."""
+    names = [f.name for f in fields]
+    return names == [f"c{i}" for i in range(1, len(names) + 1)] and names != header

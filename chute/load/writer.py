@@ -21,7 +21,7 @@ from chute.load.methods import Methods
 from chute.load.missing import record_missing
 from chute.load.outcome import batch_label
 from chute.load.reads import Reads
-from chute.load.serverparse import SERVER_READ_SETTINGS, Parsed
+from chute.load.serverparse import SERVER_READ_SETTINGS, TRIM_SETTING, Parsed
 from chute.load.sizing import Sizing
 from chute.load.values import SENTINEL_TEXT
 from chute.nullcheck import NullsInFile
@@ -84,6 +84,8 @@ class Writer:
         server_select = self.methods.server_select(batch)
         if server_select is not None:
             settings = {k: v for k, v in self.ctx.format_settings().items() if k in SERVER_READ_SETTINGS}
+            if batch[0].fmt.format == "CSV" and self.methods.parse.server().csv_keeps_spaces:
+                settings[TRIM_SETTING] = 0
             if self.ctx.read_cluster is None:
                 settings["max_threads"] = 1  # rowNumberInAllBlocks() follows the file with one reader
             elif batch[0].key in self.ctx.named:

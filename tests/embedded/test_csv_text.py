@@ -1,0 +1,124 @@
+"""CSV/TSV text as written: spaces around unquoted values, blank lines, quoted commas in a
+header, a header with an unnamed column, and TSV lines ending in CRLF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import chute
+from chute.engine import Engine
+from chute.errors import SchemaError
+
+PROVENANCE = "_source String, _source_mtime DateTime64(3), _source_row UInt64, _load_id String"
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_bytes(text.encode())
+    return str(path)
+
+
+def _rows(engine: Engine, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r.values()) for r in engine.rows(sql)]
+
+
+@pytest.mark.parametrize("create_first", [False, True], ids=["new-table", "existing-table"])
+def test_spaces_around_unquoted_csv_text_are_kept(
+    tmp_path: Path, target: str, engine: Engine, create_first: bool
+) -> None:
+    if create_first:
+        engine.execute(f"CREATE TABLE t (id Int64, s String, n Int64, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _write(tmp_path / "ws.csv", 'id,s,n\n1,  padded  , 7 \n2,\ttab\t,8\n3," q ",9\n')
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 3, report.files
+    assert _rows(engine, "SELECT id, s, n FROM t ORDER BY id") == [
+        (1, "  padded  ", 7),
+        (2, "\ttab\t", 8),
+        (3, " q ", 9),
+    ]
+
+
+def test_padded_numbers_still_infer_as_numbers(tmp_path: Path, target: str, engine: Engine) -> None:
+    path = _write(tmp_path / "p.csv", "id,f,s\n 1 , 1.5 , x \n2,2.5,y\n")
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    types = {r["name"]: r["type"] for r in engine.rows("SELECT name, type FROM system.columns WHERE table = 't'")}
+    assert (types["id"], types["f"], types["s"]) == ("Int64", "Float64", "String")
+    assert _rows(engine, "SELECT id, f, s FROM t ORDER BY id") == [(1, 1.5, " x "), (2, 2.5, "y")]
+
+
+def test_a_header_with_padded_names_still_names_the_columns(tmp_path: Path, target: str, engine: Engine) -> None:
+    """The engine matches padded names only when it trims: that load trims values too, and says so."""
+    path = _write(tmp_path / "h.csv", "id, s ,n\n1, a , 2\n")
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 1, report.files
+    assert _rows(engine, "SELECT id, s, n FROM t") == [(1, "a", 2)]
+    assert any("trimmed" in note for note in report.notes), report.notes
+
+
+@pytest.mark.parametrize("ext,sep", [("csv", ","), ("tsv", "\t")])
+@pytest.mark.parametrize("create_first", [False, True], ids=["new-table", "existing-table"])
+def test_blank_lines_are_no_rows(
+    tmp_path: Path, target: str, engine: Engine, ext: str, sep: str, create_first: bool
+) -> None:
+    """Blank lines, at the end or between rows, are skipped as in JSON lines; a row keeps its
+    line's number (the header aside)."""
+    if create_first:
+        engine.execute(f"CREATE TABLE t (id Int64, txt String, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    trailing = _write(tmp_path / f"trailing.{ext}", f"id{sep}txt\n1{sep}a\n2{sep}b\n\n")
+    between = _write(tmp_path / f"between.{ext}", f"id{sep}txt\n3{sep}c\n\n4{sep}d\n \n\n")
+    report = chute.load([trailing, between], table="t", target=target)
+    assert report.ok, report.files
+    assert (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 4, 0)
+    got = _rows(engine, "SELECT id, txt, _source_row FROM t ORDER BY id")
+    assert got == [(1, "a", 1), (2, "b", 2), (3, "c", 1), (4, "d", 3)]
+
+
+def test_a_quoted_comma_in_a_header_is_one_name(tmp_path: Path, target: str, engine: Engine) -> None:
+    path = _write(tmp_path / "q.csv", 'a,b,"x,y"\n1,2,3\n')
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 1, report.files
+    assert _rows(engine, "SELECT a, b, `x,y` FROM t") == [(1, 2, 3)]
+
+
+@pytest.mark.parametrize("add_columns", [False, True])
+def test_a_quoted_record_naming_columns_is_data_and_alters_nothing(
+    tmp_path: Path, target: str, engine: Engine, add_columns: bool
+) -> None:
+    engine.execute(f"CREATE TABLE t (id Int64, txt String, n Int64, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _write(tmp_path / "d.csv", '1,"id,txt,n",2\n3,q,4\n')
+    report = chute.load([path], table="t", target=target, options=chute.LoadOptions(add_columns=add_columns))
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert _rows(engine, "SELECT id, txt, n FROM t ORDER BY id") == [(1, "id,txt,n", 2), (3, "q", 4)]
+    names = [r["name"] for r in engine.rows("SELECT name FROM system.columns WHERE table = 't' ORDER BY position")]
+    assert names[:3] == ["id", "txt", "n"] and not {"c1", "c2", "c3", "x", "y"} & set(names)
+
+
+@pytest.mark.parametrize("text", ["a,,b\n1,2,3\n", ",a,b\nx,2,3\n"])
+def test_a_header_with_an_unnamed_column_is_an_error(tmp_path: Path, target: str, engine: Engine, text: str) -> None:
+    path = _write(tmp_path / "e.csv", text)
+    with pytest.raises(SchemaError, match="names no column at position"):
+        chute.load([path], table="t", target=target)
+    assert not engine.rows("SELECT name FROM system.tables WHERE name = 't'")
+
+
+@pytest.mark.parametrize("create_first", [False, True], ids=["new-table", "existing-table"])
+def test_tsv_with_crlf_line_ends(tmp_path: Path, target: str, engine: Engine, create_first: bool) -> None:
+    if create_first:
+        engine.execute(f"CREATE TABLE t (a Int64, b String, {PROVENANCE}) ENGINE = MergeTree ORDER BY a")
+    path = _write(tmp_path / "w.tsv", "a\tb\r\n1\tx\r\n2\ty\r\n")
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert _rows(engine, "SELECT a, b, _source_row FROM t ORDER BY a") == [(1, "x", 1), (2, "y", 2)]
+
+
+@pytest.mark.parametrize("type_sql", ["LowCardinality(String)", "LowCardinality(Nullable(String))"])
+def test_spaces_kept_in_a_low_cardinality_column(tmp_path: Path, target: str, engine: Engine, type_sql: str) -> None:
+    """The engine's LowCardinality CSV reader drops leading spaces even untrimmed: read as the inner type."""
+    engine.execute(f"CREATE TABLE t (id Int64, s {type_sql}, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _write(tmp_path / "lc.csv", "id,s\n1,  padded  \n2,\ttab\t\n")
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert _rows(engine, "SELECT id, s FROM t ORDER BY id") == [(1, "  padded  "), (2, "\ttab\t")]
