@@ -1,0 +1,67 @@
+"""What a new user runs into first: wrong places, wrong types, options that do not apply.
+
+Each test runs what a user would (the CLI in a subprocess, or the library) and checks the one
+line and the exit code they get. Permission tests drop the capabilities that let root read and
+write anything (setpriv), and skip where that is not possible.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search", "--"]
+
+
+def run(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    prefix = NO_DAC if unprivileged else []
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "chute.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def python(code: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    prefix = NO_DAC if unprivileged else []
+    return subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def _unwritable(path: Path) -> None:
+    """`path` read-only, for this test's unprivileged subprocesses; skip when they can still write."""
+    path.chmod(0o555)
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed")
+    probe = subprocess.run([*NO_DAC, "touch", str(path / "probe")], capture_output=True)
+    if probe.returncode == 0:
+        os.remove(path / "probe")
+        pytest.skip("this user writes into read-only directories")
+
+
+def _loaded(tmp_path: Path) -> str:
+    """A database with table t (3 rows), made by the CLI (the test's process holds no engine)."""
+    data = tmp_path / "t.jsonl"
+    data.write_text('{"n": 1}\n{"n": 2}\n{"n": 3}\n')
+    db = str(tmp_path / "db")
+    done = run("load", str(data), "-t", "t", "--target", db, "-q")
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_export_into_a_read_only_directory_is_one_line_and_a_chute_error(tmp_path: Path) -> None:
+    db = _loaded(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    _unwritable(out)
+    os.chmod(tmp_path, 0o777)  # (the engine's own directory stays writable)
+    done = run("export", "t", str(out), "--target", db, unprivileged=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("chute: error: cannot write into ") and "Permission denied" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    code = f"import chute\ntry:\n    chute.export('t', {str(out)!r}, target={db!r})\nexcept chute.ChuteError as e:\n"
+    code += "    print(type(e).__name__, isinstance(e, chute.UsageError))"
+    library = python(code, unprivileged=True)
+    assert library.stdout.strip() == "UsageError True", library.stderr
