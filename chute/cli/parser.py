@@ -237,7 +237,11 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         "written (default: the cluster's hosts at the target's port)",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
-    p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
+    p.add_argument(
+        "--max-errors",
+        help="bad rows allowed per file: a count (10) or a share (0.1%%); default: a file fails when more than "
+        "100 and more than 10%% of its rows are bad",
+    )
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
     p.add_argument(
         "--split-size",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, get_args, get_origin, get_type_hints
 
 from chute.errors import UsageError
 from chute.load.claims import DEFAULT_LEASE_SECONDS
@@ -99,9 +101,10 @@ class LoadOptions:
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""
-    max_errors: str | None = None
-    """Bad rows allowed per file before the whole file fails: a count ("10") or a share ("0.1%").
-    Default: no limit; every bad row goes to the `<table>_rejects` table."""
+    max_errors: str | int | None = None
+    """Bad rows allowed per file before the whole file fails: a count (10 or "10") or a share
+    ("0.1%"); bad rows go to the `<table>_rejects` table. Default: a file fails when more than
+    100 of its rows and more than 10% of them are bad (a wrong format or table stops early)."""
     strict: bool = False
     """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
     s3_endpoint: str | None = None
@@ -129,7 +132,9 @@ class LoadOptions:
     table (every range would add a part to each partition it touches); 0: never split."""
 
     def __post_init__(self) -> None:
-        """Numbers that cannot work are refused at once, in one line (not by a traceback later)."""
+        """Values of the wrong type or numbers that cannot work are refused at once, in one line
+        (not by a traceback later, deep in the load)."""
+        _check_types(self)
         least = {
             "--workers": (self.workers, 1, 1, ""),
             "--connections": (self.connections, 1, 1, ""),
@@ -149,6 +154,42 @@ class LoadOptions:
         if self.split_bytes == 0 or (self.split_bytes is None and partitioned):
             return None
         return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
+
+
+def _check_types(opts: LoadOptions) -> None:
+    """A library caller's `memory_limit="1GB"` or `workers="4"`: a UsageError naming the field."""
+    if isinstance(opts.nodes, list):
+        object.__setattr__(opts, "nodes", tuple(opts.nodes))
+    hints = get_type_hints(LoadOptions)
+    for f in fields(opts):
+        value = getattr(opts, f.name)
+        allowed = _allowed(hints[f.name])
+        if not any(_fits(value, t) for t in allowed):
+            names = " or ".join("None" if t is type(None) else getattr(t, "__name__", str(t)) for t in allowed)
+            raise UsageError(
+                f"LoadOptions {f.name} takes {_TYPE_HINTS.get(f.name, names)}, not {type(value).__name__} {value!r}"
+            )
+
+
+_TYPE_HINTS = {
+    "max_errors": "a count (10) or a share as text ('0.1%')",
+    "memory_limit": "bytes as an int (e.g. 2**30)",
+    "batch_bytes": "bytes as an int (e.g. 256 * 2**20)",
+    "split_bytes": "bytes as an int, 0 or None",
+    "nodes": "a tuple of http(s)://host:port URLs",
+}
+
+
+def _allowed(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if get_origin(hint) is tuple:
+        return isinstance(value, tuple) and all(isinstance(v, get_args(hint)[0]) for v in value)
+    if hint is int:  # (True is an int to Python, not a count to a user)
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
