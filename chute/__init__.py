@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from chute.errors import (
     ChuteError,
-    LoadFailed,
     SchemaError,
     SourceError,
     TargetError,
@@ -69,7 +68,6 @@ __all__ = [
     "ExportOptions",
     "ExportReport",
     "FileResult",
-    "LoadFailed",
     "LoadOptions",
     "LoadReport",
     "SchemaError",

@@ -63,9 +63,11 @@ def load(
 ) -> LoadReport:
     """Load files into `table`, exactly once; returns the report.
 
-    Raises UsageError/SourceError before anything is written when the request
-    itself is wrong; files that fail while loading are reported in the returned
-    report (``report.ok`` is false) and leave nothing of themselves behind.
+    Raises a ChuteError (UsageError, SourceError, SchemaError, TargetError) when the
+    request is wrong or the target cannot be used: TransientTargetError, whose
+    ``terminal`` is false, is worth a retry of the call. Files that fail while loading
+    are reported in the returned report (``report.ok`` is false) and leave nothing
+    of themselves behind.
     """
     opts = options or LoadOptions()
     _check_options(opts)

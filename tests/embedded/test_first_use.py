@@ -65,3 +65,26 @@ def test_export_into_a_read_only_directory_is_one_line_and_a_chute_error(tmp_pat
     code += "    print(type(e).__name__, isinstance(e, chute.UsageError))"
     library = python(code, unprivileged=True)
     assert library.stdout.strip() == "UsageError True", library.stderr
+
+
+def test_a_server_that_refuses_connections_is_transient(tmp_path: Path) -> None:
+    import chute
+
+    from ..harness.servers import free_port
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"a": 1}\n')
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(chute.TransientTargetError) as caught:
+        chute.load([str(data)], "t", target=url)
+    assert not caught.value.terminal and "cannot reach" in str(caught.value)
+    cli = run("load", str(data), "-t", "t", "--target", url)
+    assert cli.returncode == 1 and cli.stderr.count("\n") == 1 and "cannot reach" in cli.stderr
+
+
+def test_load_failed_is_not_in_the_public_api() -> None:
+    import chute
+
+    assert not hasattr(chute, "LoadFailed")
+    for name in chute.__all__:
+        assert getattr(chute, name) is not None
