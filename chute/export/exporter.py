@@ -88,7 +88,7 @@ def export(
     else:
         out = LocalDest(os.path.abspath(dest))
     started = time.monotonic()
-    tgt = open_target(target, opts.password_file, opts.insecure)
+    tgt = open_target(target, opts.password_file, opts.insecure, existing=True)
     try:
         exporter = _Exporter(tgt, source, out, fmt_key, compression, opts)
         report = exporter.run(progress)

@@ -88,3 +88,33 @@ def test_load_failed_is_not_in_the_public_api() -> None:
     assert not hasattr(chute, "LoadFailed")
     for name in chute.__all__:
         assert getattr(chute, name) is not None
+
+
+def test_reading_commands_make_no_database_where_there_is_none(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    mine = tmp_path / "mydata"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    out = tmp_path / "out"
+    for where in (typo, mine):
+        for words in (["status"], ["query", "SELECT 1"], ["export", "t", str(out)]):
+            done = run(*words, "--target", str(where))
+            assert done.returncode == 2, (words, done.stdout, done.stderr)
+            assert done.stderr == f"chute: error: no database at {where}: " + (
+                "the directory does not exist (chute load makes one)\n"
+                if where == typo
+                else "the directory holds no ClickHouse database\n"
+            )
+    assert not typo.exists() and not out.exists()
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    # A load makes the database; then every reading command opens it.
+    db = _loaded(tmp_path)
+    assert run("status", "--target", db).returncode == 0
+    assert run("query", "SELECT count() FROM t", "--target", db).stdout == "3\n"
+    assert run("export", "t", str(out), "--target", db, "-q").returncode == 0
+    # An empty directory made on purpose takes tables from `query` (made before a load).
+    empty = tmp_path / "empty.db"
+    empty.mkdir()
+    made = run("query", "CREATE TABLE e (a UInt8) ENGINE = MergeTree ORDER BY a", "--target", str(empty))
+    assert made.returncode == 0, made.stderr
+    assert run("status", "--target", str(empty)).stdout == "nothing loaded yet\n"
