@@ -118,3 +118,42 @@ def test_reading_commands_make_no_database_where_there_is_none(tmp_path: Path) -
     made = run("query", "CREATE TABLE e (a UInt8) ENGINE = MergeTree ORDER BY a", "--target", str(empty))
     assert made.returncode == 0, made.stderr
     assert run("status", "--target", str(empty)).stdout == "nothing loaded yet\n"
+
+
+def test_a_directory_with_nothing_to_load_is_an_error_naming_it(tmp_path: Path) -> None:
+    import chute
+
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("not data\n")
+    (other / "_SUCCESS").write_text("")
+    db = str(tmp_path / "db")
+    done = run("load", str(empty), "-t", "t", "--target", db, "--json")
+    assert done.returncode == 2 and done.stderr == f"chute: error: {empty}: no file to load\n"
+    assert '"ok": false' in done.stdout
+    done = run("load", str(other), "-t", "t", "--target", db)
+    assert done.returncode == 2 and done.stderr.startswith(f"chute: error: {other}: no file to load; skipped 1 hidden")
+    assert "1 file of no known format, such as notes.txt (--format reads them)" in done.stderr
+    with pytest.raises(chute.SourceError, match="no file to load"):
+        chute.load([str(other)], "t", target=db)
+
+
+def test_an_unreadable_subdirectory_fails_the_load_naming_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.jsonl").write_text('{"n": 1}\n')
+    (data / "sub" / "b.jsonl").write_text('{"n": 2}\n')
+    (data / "sub").chmod(0)
+    try:
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv is not installed")
+        if subprocess.run([*NO_DAC, "ls", str(data / "sub")], capture_output=True).returncode == 0:
+            pytest.skip("this user lists unreadable directories")
+        os.chmod(tmp_path, 0o777)
+        done = run("load", str(data), "-t", "t", "--target", str(tmp_path / "db"), unprivileged=True)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == f"chute: error: {data / 'sub'}: cannot list the directory (Permission denied)\n"
+    finally:
+        (data / "sub").chmod(0o755)
