@@ -16,6 +16,7 @@ METHODS = ("auto", "client-convert", "server-parse", "server-side", "convert", "
 METHOD_ALIASES = {"convert": "client-convert", "pass-through": "server-parse"}
 """Earlier names of two methods, still taken."""
 SPARE = ("server", "client")
+DEFAULT_SHARD_BY = "rand()"
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
@@ -93,7 +94,7 @@ class LoadOptions:
     """Nodes of the cluster as http(s)://host:port (user, password and database of the target):
     where chute writes the shards of a Distributed table. Default: the cluster's hosts at the
     target's port."""
-    shard_by: str = "rand()"
+    shard_by: str = DEFAULT_SHARD_BY
     """With `cluster`, the sharding key of the Distributed table chute creates."""
     insert_via_distributed: bool = False
     """Into a Distributed table sharded by a key: each batch is sent once, to the target node,

@@ -13,9 +13,17 @@ from chute.engine import LOCK_FILE, MEMORY
 from chute.errors import UsageError
 from chute.targets.base import Target
 
-__all__ = ["DEFAULT_TARGET", "Target", "open_target"]
+__all__ = ["DEFAULT_TARGET", "Target", "check_database", "is_server", "open_target"]
 
 DEFAULT_TARGET = "./chute.db"
+
+
+def is_server(spec: str | None) -> bool:
+    """Whether `open_target(spec)` would open a server (the same order of places)."""
+    spec = spec or os.environ.get("CHUTE_TARGET")
+    if not spec:
+        return bool(os.environ.get("CLICKHOUSE_HOST"))
+    return spec.startswith(("http://", "https://"))
 
 
 def open_target(

@@ -157,3 +157,38 @@ def test_an_unreadable_subdirectory_fails_the_load_naming_it(tmp_path: Path) -> 
         assert done.stderr == f"chute: error: {data / 'sub'}: cannot list the directory (Permission denied)\n"
     finally:
         (data / "sub").chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--where", "a > 1"], "--where is for database sources (postgresql://, mysql://), not file sources"),
+        (["--cursor", "a", "--split-by", "a"], "--cursor and --split-by are for database sources"),
+        (["--s3-endpoint", "http://127.0.0.1:9"], "--s3-endpoint is for s3:// sources, not file sources"),
+        (["--node", "http://127.0.0.1:9"], "--node needs a server target"),
+        (["--shard-by", "a"], "--shard-by is the key of the table --cluster makes; it goes with --cluster"),
+        (["--password-file", "pw"], "--password-file is for server targets, database and kafka sources"),
+        (["--strict", "--max-errors", "5"], "--strict allows no bad row; it does not go with --max-errors"),
+    ],
+)
+def test_options_for_another_source_or_target_are_refused(tmp_path: Path, extra: list[str], message: str) -> None:
+    import chute
+    from chute.cli import build_parser
+    from chute.cli.load import _load_options
+
+    data = tmp_path / "w.jsonl"
+    data.write_text('{"a": 1}\n{"a": 2}\n')
+    db = tmp_path / "o.db"
+    args = build_parser().parse_args(["load", str(data), "-t", "w", "--target", str(db), *extra])
+    with pytest.raises(chute.UsageError) as caught:
+        chute.load([str(data)], "w", target=str(db), options=_load_options(args))
+    assert message in str(caught.value)
+    assert not db.exists()  # refused before the target is opened
+
+
+def test_refused_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    data = tmp_path / "w.jsonl"
+    data.write_text('{"a": 1}\n{"a": 2}\n')
+    done = run("load", str(data), "-t", "w", "--target", str(tmp_path / "o.db"), "--where", "a > 1")
+    assert done.returncode == 2 and done.stderr.startswith("chute: error: --where is for database sources")
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "o.db").exists()
