@@ -192,3 +192,15 @@ def test_refused_options_are_one_line_and_exit_2(tmp_path: Path) -> None:
     done = run("load", str(data), "-t", "w", "--target", str(tmp_path / "o.db"), "--where", "a > 1")
     assert done.returncode == 2 and done.stderr.startswith("chute: error: --where is for database sources")
     assert done.stderr.count("\n") == 1 and not (tmp_path / "o.db").exists()
+
+
+def test_every_json_report_says_ok(tmp_path: Path) -> None:
+    import json
+
+    db = _loaded(tmp_path)
+    exported = run("export", "t", str(tmp_path / "out"), "--target", db, "--json")
+    assert exported.returncode == 0 and json.loads(exported.stdout)["ok"] is True
+    loaded = run("load", str(tmp_path / "t.jsonl"), "-t", "t", "--target", db, "--json")
+    assert json.loads(loaded.stdout)["ok"] is True
+    docs = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
+    assert "`--json` prints one object" not in docs and '"ok"' in docs
