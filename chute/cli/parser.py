@@ -271,7 +271,9 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         "past half of it, big text files load in ranges of a sixteenth of it",
     )
     p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="only errors and warnings: no progress, no DDL, no report"
+    )
 
 
 def _export_parser(sub: Any) -> None:

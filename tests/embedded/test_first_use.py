@@ -204,3 +204,15 @@ def test_every_json_report_says_ok(tmp_path: Path) -> None:
     assert json.loads(loaded.stdout)["ok"] is True
     docs = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
     assert "`--json` prints one object" not in docs and '"ok"' in docs
+
+
+def test_quiet_prints_only_errors_as_readme_and_help_say(tmp_path: Path) -> None:
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"n": 1}\n{"n": 2}\n{"n": 3}\n{broken\n')
+    done = run("load", str(data), "-t", "t", "--target", str(tmp_path / "db"), "-q")
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == "chute: warning: 1 row rejected; see table t_rejects\n"
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `--json`, `--quiet`"))
+    assert "only errors and warnings" in row and "no progress bar;" not in row
+    assert "no report" in " ".join(run("load", "--help").stdout.split())
