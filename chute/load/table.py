@@ -12,6 +12,7 @@ from typing import Any
 
 from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
+from chute.formats import refuse_unreadable
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.outcome import Plan
@@ -131,6 +132,7 @@ class TableSetup:
         """The unit's columns; for JSON lines with broken lines, from its valid lines. A text
         column of a CSV/TSV file whose only other values are one NULL marker (`NA`) is typed
         Nullable (schema.with_null_markers)."""
+        refuse_unreadable(unit.key, unit.fmt)
         declared = self.ctx.source.declared_columns(unit)
         if declared is not None:
             return declared

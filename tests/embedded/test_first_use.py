@@ -216,3 +216,16 @@ def test_quiet_prints_only_errors_as_readme_and_help_say(tmp_path: Path) -> None
     row = next(line for line in readme.splitlines() if line.startswith("| `--json`, `--quiet`"))
     assert "only errors and warnings" in row and "no progress bar;" not in row
     assert "no report" in " ".join(run("load", "--help").stdout.split())
+
+
+def test_a_lone_bz2_file_for_a_new_table_says_bzip2_has_no_reader(tmp_path: Path) -> None:
+    import bz2
+
+    import chute
+
+    data = tmp_path / "a.json.bz2"
+    data.write_bytes(bz2.compress(b'{"a": 1}\n'))
+    expected = f"{data}: bzip2 files cannot be read: the embedded engine has no bzip2 reader; "
+    with pytest.raises(chute.SourceError) as caught:
+        chute.load([str(data)], "t", target=str(tmp_path / "db"))
+    assert str(caught.value).startswith(expected) and "NOT_IMPLEMENTED" not in str(caught.value)
