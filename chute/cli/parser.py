@@ -156,7 +156,6 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     p.add_argument("--workers", type=int, help="engine threads (default: the cores this process may use)")
     p.add_argument(
         "--worker-id",
-        "--workers-id",
         dest="worker_id",
         metavar="NAME",
         help="this process's name in the claims of a server target, where several chute processes share "

@@ -229,3 +229,9 @@ def test_a_lone_bz2_file_for_a_new_table_says_bzip2_has_no_reader(tmp_path: Path
     with pytest.raises(chute.SourceError) as caught:
         chute.load([str(data)], "t", target=str(tmp_path / "db"))
     assert str(caught.value).startswith(expected) and "NOT_IMPLEMENTED" not in str(caught.value)
+
+
+def test_worker_id_has_no_alias_that_reads_like_workers(tmp_path: Path) -> None:
+    done = run("load", str(tmp_path), "-t", "t", "--workers-id", "w1")
+    assert done.returncode == 2
+    assert done.stderr == "chute: error: unknown option --workers-id (did you mean --worker-id?)\n"
