@@ -6,11 +6,12 @@
 """
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from chute.errors import (
     ChuteError,
-    LoadFailed,
     SchemaError,
     SourceError,
     TargetError,
@@ -39,7 +40,25 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'chute' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """`chute.load` and `chute.export` are functions named like their packages: importing the
+    package (`import chute.export`, done by the CLI too) makes Python bind it on `chute` and hide
+    the function. The binding is dropped, so `chute.export` and `from chute import export` stay
+    the function (the package is still in `sys.modules`)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FUNCTIONS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_FUNCTIONS = frozenset({"load", "export"})
+sys.modules[__name__].__class__ = _Package
 
 
 __version__ = "0.1.0"
@@ -49,7 +68,6 @@ __all__ = [
     "ExportOptions",
     "ExportReport",
     "FileResult",
-    "LoadFailed",
     "LoadOptions",
     "LoadReport",
     "SchemaError",

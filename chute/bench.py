@@ -67,6 +67,7 @@ class BenchReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": True,  # (a method that fails or miscounts raises: no report)
             "target": self.target,
             "rows": self.rows,
             "bytes_in": self.bytes_in,

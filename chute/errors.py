@@ -7,10 +7,13 @@
     ├── SchemaError             input and table do not fit together (terminal)
     ├── TargetError             the target refused or failed (code kept)
     │   ├── OutOfSpace            the disk is full: the load stops (terminal)
-    │   └── TransientTargetError  worth retrying (memory, too many parts, I/O)
+    │   └── TransientTargetError  worth retrying (server down, memory, too many parts, I/O)
     │       ├── CommitUncertain     failed while moving rows in: repair, then retry
     │       └── ShardUnavailable    no node of a Distributed table's shard answers
-    └── LoadFailed              some units failed; the report says which
+
+Units that fail while loading are no exception: the returned report says which
+(``report.ok`` is false). A TransientTargetError (``terminal`` false) comes out
+of a call after chute's own retries: an orchestrator may retry the whole call.
 
 Errors of the engine are translated at the boundary (``engine.py``) so users
 see one line with the ClickHouse error code and name, never a traceback.
@@ -23,7 +26,6 @@ import re
 __all__ = [
     "ChuteError",
     "CommitUncertain",
-    "LoadFailed",
     "NotText",
     "OutOfSpace",
     "SchemaError",
@@ -93,14 +95,6 @@ class ShardUnavailable(TransientTargetError):
 class CommitUncertain(TransientTargetError):
     """The connection failed while rows were being moved into the table: some may
     be in. Retrying blindly could double them; the caller must repair first."""
-
-
-class LoadFailed(ChuteError):
-    """Some units of a load failed; the attached report tells which and why."""
-
-    def __init__(self, message: str, report: object) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 # "Code: 60. DB::Exception: msg (UNKNOWN_TABLE) (version 26.9)" on current

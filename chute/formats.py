@@ -107,7 +107,7 @@ def detect(path: str, format_override: str | None = None, compression_override: 
     elif suffixes and suffixes[-1] in UNSUPPORTED_CONTAINERS:
         raise SourceError(
             f"{path}: .{suffixes[-1]} archives are not supported; extract the files first "
-            "(single-stream compressions are: .gz .zst .bz2 .xz .lz4)"
+            "(single-stream compressions are: .gz .zst .xz .lz4)"
         )
     if format_override:
         return FileFormat(normalize_format(format_override), compression)
@@ -118,3 +118,13 @@ def detect(path: str, format_override: str | None = None, compression_override: 
             "pass --format (json, csv, tsv, parquet, native, orc, avro, arrow)"
         )
     return FileFormat(FORMAT_BY_EXTENSION[suffixes[-1]], compression)
+
+
+def refuse_unreadable(path: str, fmt: FileFormat) -> None:
+    """A bzip2 file cannot be read by the embedded engine: one message wherever it is met
+    (its pre-check, or the schema inference of a new table)."""
+    if fmt.compression == "bz2":
+        raise SourceError(
+            f"{path}: bzip2 files cannot be read: the embedded engine has no bzip2 reader; "
+            "decompress it (bunzip2) or recompress it (zstd, gzip, xz)"
+        )

@@ -35,7 +35,7 @@ def status_and_placement(
     """(every unit's state as `status` gives it, where the table's rows are: one entry per
     replica of each shard, with its rows; empty for a table on one node). A Distributed
     table's books are read where its loads keep them (its first shard)."""
-    tgt = open_target(target, password_file, insecure, nodes=nodes)
+    tgt = open_target(target, password_file, insecure, nodes=nodes, existing=True)
     name = TableName.parse(table) if table else None
     books = tgt.books_target(name) if name is not None else tgt
     where: list[dict[str, Any]] = []
@@ -110,6 +110,7 @@ def query(
     password_file: str | None = None,
     insecure: bool = False,
 ) -> str:
-    """Run SQL in the target and return its output in the ClickHouse format `fmt`."""
-    tgt = open_target(target, password_file, insecure)
+    """Run SQL in the target and return its output in the ClickHouse format `fmt`. An embedded
+    target must hold a database already, or be an empty directory (to make tables in first)."""
+    tgt = open_target(target, password_file, insecure, existing=True, empty_ok=True)
     return tgt.text(one_statement(sql), fmt, context="query failed")

@@ -37,7 +37,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 _QUOTES = re.compile(r'^\s*"|"\s*$')
-_NUMBER_OR_DATE = re.compile(r"^[-+]?(\d[\d_]*)?(\.\d+)?([eE][-+]?\d+)?$|^\d{4}-\d\d-\d\d")
+NUMBER_OR_DATE = re.compile(r"^[-+]?(\d[\d_]*)?(\.\d+)?([eE][-+]?\d+)?$|^\d{4}-\d\d-\d\d")
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Head:
         gaps = [i + 1 for i, f in enumerate(fields) if not f]
         if not gaps or not names or all(fields[: len(fields) - len(gaps)]):
             return []
-        if len(set(names)) != len(names) or any(_NUMBER_OR_DATE.match(f) for f in names):
+        if len(set(names)) != len(names) or any(NUMBER_OR_DATE.match(f) for f in names):
             return []
         return gaps
 
@@ -120,7 +120,7 @@ class Head:
         if len(lines) != 1 or len(self.lines[0]) >= HEAD_LINE_BYTES:
             return None
         fields = self.fields(delimiter)
-        if len(set(fields)) != len(fields) or any(not f or _NUMBER_OR_DATE.match(f) for f in fields):
+        if len(set(fields)) != len(fields) or any(not f or NUMBER_OR_DATE.match(f) for f in fields):
             return None
         return fields
 

@@ -155,6 +155,7 @@ class TimingReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": self.ok,
             "run_id": self.run_id,
             "target": self.target,
             "source": self.source,

@@ -253,15 +253,15 @@ def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.2
     """The server's version, or a one-line error saying why not.
 
     Tried `attempts` times (a dropped connection passes), quickly: a wrong port
-    should not keep the user waiting long.
+    should not keep the user waiting long. A server that still refuses stays a
+    TransientTargetError: it may be restarting, and an orchestrator should try
+    the load again later (so may a host whose name does not resolve yet, as a
+    container's while it starts; a bad certificate or password is terminal).
     """
     context = f"connecting to {client.address.display}"
-    try:
-        return retry(
-            lambda _: client.query("SELECT version()", context=context).strip(),
-            attempts,
-            backoff,
-            lambda exc: isinstance(exc, TransientTargetError),
-        )
-    except TransientTargetError as exc:
-        raise TargetError(str(exc)) from None
+    return retry(
+        lambda _: client.query("SELECT version()", context=context).strip(),
+        attempts,
+        backoff,
+        lambda exc: isinstance(exc, TransientTargetError),
+    )

@@ -47,6 +47,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         format=args.format,
         compression=args.compression,
         delimiter=args.delimiter,
+        header=args.header,
         workers=args.workers,
         order_by=args.order_by,
         partition_by=args.partition_by,

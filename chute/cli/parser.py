@@ -153,10 +153,19 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
     p.add_argument("--compression", help="gzip, zstd, xz, lz4, none (default: by extension; bz2 files fail: no reader)")
     p.add_argument("--delimiter", help="CSV field delimiter, one character")
+    header = p.add_mutually_exclusive_group()
+    header.add_argument(
+        "--header",
+        dest="header",
+        action="store_true",
+        default=None,
+        help="CSV/TSV: the first line names the columns (default: detected by the rows' types; a file whose "
+        "every column is text is read without one)",
+    )
+    header.add_argument("--no-header", dest="header", action="store_false", help="CSV/TSV: every line is a row")
     p.add_argument("--workers", type=int, help="engine threads (default: the cores this process may use)")
     p.add_argument(
         "--worker-id",
-        "--workers-id",
         dest="worker_id",
         metavar="NAME",
         help="this process's name in the claims of a server target, where several chute processes share "
@@ -237,7 +246,11 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         "written (default: the cluster's hosts at the target's port)",
     )
     p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
-    p.add_argument("--max-errors", help="bad rows allowed per file: a count (10) or a share (0.1%%); default no limit")
+    p.add_argument(
+        "--max-errors",
+        help="bad rows allowed per file: a count (10) or a share (0.1%%); default: a file fails when more than "
+        "100 and more than 10%% of its rows are bad",
+    )
     p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
     p.add_argument(
         "--split-size",
@@ -267,7 +280,9 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         "past half of it, big text files load in ranges of a sixteenth of it",
     )
     p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress, no DDL, only errors")
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="only errors and warnings: no progress, no DDL, no report"
+    )
 
 
 def _export_parser(sub: Any) -> None:

@@ -4,12 +4,14 @@ one PUT once written, so an object under its final key is always complete)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
 import uuid
 from typing import Any, Protocol
 
+from chute.errors import ChuteError, OutOfSpace, TargetError, UsageError
 from chute.remote.s3 import S3Client, split_url
 
 TMP_SUFFIX = ".chute-tmp"
@@ -30,6 +32,17 @@ def unlink_quietly(path: str) -> None:
     """Remove a file that may be gone already."""
     with contextlib.suppress(OSError):
         os.remove(path)
+
+
+def local_error(exc: OSError, where: str) -> ChuteError:
+    """One line for a local destination that cannot be written: a directory the user may not
+    write (or a file in its place) is a usage error; a full disk stops the export."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        return OutOfSpace(f"cannot write into {where}: {reason}")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.ENOENT):
+        return UsageError(f"cannot write into {where}: {reason}")
+    return TargetError(f"cannot write into {where}: {reason}")
 
 
 class Dest(Protocol):
@@ -69,10 +82,16 @@ class LocalDest:
         self.work_dir = path
 
     def prepare(self) -> None:
-        os.makedirs(self.root, exist_ok=True)
-        for name in os.listdir(self.root):
-            if name.endswith(TMP_SUFFIX):  # files a killed run left half-written
-                unlink_quietly(os.path.join(self.root, name))
+        """Make the directory and prove it writable before any partition is read."""
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            for name in os.listdir(self.root):
+                if name.endswith(TMP_SUFFIX):  # files a killed run left half-written
+                    unlink_quietly(os.path.join(self.root, name))
+            with tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe.", suffix=TMP_SUFFIX):
+                pass
+        except OSError as exc:
+            raise local_error(exc, self.root) from None
 
     def names(self) -> dict[str, int]:
         found: dict[str, int] = {}

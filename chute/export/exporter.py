@@ -36,6 +36,7 @@ from chute.export.dest import (
     Dest,
     LocalDest,
     S3Dest,
+    local_error,
     unlink_quietly,
 )
 from chute.export.model import (
@@ -89,10 +90,12 @@ def export(
     else:
         out = LocalDest(os.path.abspath(dest))
     started = time.monotonic()
-    tgt = open_target(target, opts.password_file, opts.insecure)
+    tgt = open_target(target, opts.password_file, opts.insecure, existing=True)
     try:
         exporter = _Exporter(tgt, source, out, fmt_key, compression, opts)
         report = exporter.run(progress)
+    except OSError as exc:  # the local directory (S3 errors are ChuteErrors already)
+        raise local_error(exc, out.display) from None
     finally:
         out.close()
     report.seconds = time.monotonic() - started
@@ -195,10 +198,10 @@ class _Exporter:
     # -- running --------------------------------------------------------------
 
     def run(self, progress: ProgressCallback | None) -> ExportReport:
-        self.out.prepare()
-        columns = self._columns()
+        columns = self._columns()  # a wrong table or query fails before the directory is made
         if not columns:
             raise SourceError(f"{self.source}: no columns")
+        self.out.prepare()
         fingerprint = self._settings_fingerprint(columns)
         old = self._read_manifest(fingerprint)
         parts, type_name = self._partitions()

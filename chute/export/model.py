@@ -68,7 +68,8 @@ class ExportReport:
     manifest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out: dict[str, Any] = {"ok": True}  # (an export that fails raises: no report)
+        out.update(asdict(self))
         out["files_written"] = len(self.files)
         out["rows_per_s"] = round(self.rows_written / self.seconds) if self.seconds > 0 else 0
         return out

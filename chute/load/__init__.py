@@ -23,6 +23,7 @@ from chute.load.methods import check_cluster
 from chute.load.options import (
     DEFAULT_BATCH_BYTES,
     DEFAULT_BATCH_FILES,
+    DEFAULT_SHARD_BY,
     METHOD_ALIASES,
     METHODS,
     ON_CHANGE,
@@ -35,9 +36,9 @@ from chute.load.rejects import ErrorBudget, refuse_rejects_clash, refuse_reserve
 from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
-from chute.sources import SourceOptions, open_source
+from chute.sources import DATABASE_SCHEMES, SourceOptions, open_source, source_scheme
 from chute.sql import TableName, expression
-from chute.targets import open_target
+from chute.targets import is_server, open_target
 from chute.targets.base import Target
 
 __all__ = [
@@ -63,14 +64,18 @@ def load(
 ) -> LoadReport:
     """Load files into `table`, exactly once; returns the report.
 
-    Raises UsageError/SourceError before anything is written when the request
-    itself is wrong; files that fail while loading are reported in the returned
-    report (``report.ok`` is false) and leave nothing of themselves behind.
+    Raises a ChuteError (UsageError, SourceError, SchemaError, TargetError) when the
+    request is wrong or the target cannot be used: TransientTargetError, whose
+    ``terminal`` is false, is worth a retry of the call. Files that fail while loading
+    are reported in the returned report (``report.ok`` is false) and leave nothing
+    of themselves behind.
     """
     opts = options or LoadOptions()
     _check_options(opts)
     if opts.method in METHOD_ALIASES:
         opts = dataclasses.replace(opts, method=METHOD_ALIASES[opts.method])
+    patterns = [sources] if isinstance(sources, str) else list(sources)
+    _check_applies(opts, source_scheme(patterns), is_server(target))
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
@@ -93,7 +98,6 @@ def load(
     gone = meta is None
     known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
     counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
-    patterns = [sources] if isinstance(sources, str) else list(sources)
     source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
     units = source.units()
     check_cluster(opts, tgt, source, units)
@@ -130,6 +134,8 @@ def _check_options(opts: LoadOptions) -> None:
     if opts.delimiter is not None and len(opts.delimiter) != 1:
         raise UsageError("--delimiter must be a single character")
     ErrorBudget.parse(opts.max_errors)
+    if opts.strict and opts.max_errors not in (None, ""):
+        raise UsageError("--strict allows no bad row; it does not go with --max-errors")
     if opts.cluster is not None and not opts.cluster.strip():
         raise UsageError("--cluster needs a cluster name")
     expression(opts.order_by, "--order-by")
@@ -137,6 +143,30 @@ def _check_options(opts: LoadOptions) -> None:
     for given, option in ((opts.partition_by, "--partition-by"), (opts.where, "--where")):
         if given is not None:
             expression(given, option)
+    if opts.shard_by != DEFAULT_SHARD_BY and opts.cluster is None:
+        raise UsageError("--shard-by is the key of the table --cluster makes; it goes with --cluster")
+
+
+def _check_applies(opts: LoadOptions, scheme: str, server: bool) -> None:
+    """Options for another kind of source or target are refused, not ignored (before anything
+    is opened: a refused load makes no database)."""
+    given = [
+        flag
+        for flag, value in (("--where", opts.where), ("--cursor", opts.cursor), ("--split-by", opts.split_by))
+        if value
+    ]
+    if given and scheme not in DATABASE_SCHEMES:
+        flags = " and ".join(", ".join(given).rsplit(", ", 1))
+        verb = "is" if len(given) == 1 else "are"
+        raise UsageError(f"{flags} {verb} for database sources (postgresql://, mysql://), not {scheme} sources")
+    if opts.s3_endpoint and scheme != "s3":
+        raise UsageError(f"--s3-endpoint is for s3:// sources, not {scheme} sources")
+    if server:
+        return
+    if opts.nodes:
+        raise UsageError("--node needs a server target (--target http(s)://host:port)")
+    if opts.password_file and scheme not in (*DATABASE_SCHEMES, "kafka"):
+        raise UsageError("--password-file is for server targets, database and kafka sources; the target is a directory")
 
 
 def _table_name(table: str) -> TableName:

@@ -88,7 +88,15 @@ class CarefulPass:
         expression = ctx.source.table_expression(unit, structure(text_columns))
         watched_at = tuple(i for i, c in enumerate(inputs) if watched(c, unit.fmt.format))
         return check_delimited(
-            engine, expression, lines, inputs, delimiter, settings, watched_at=watched_at, nul_ok=given
+            engine,
+            expression,
+            lines,
+            inputs,
+            delimiter,
+            settings,
+            header_lines=None if ctx.opts.header is None else int(ctx.opts.header),
+            watched_at=watched_at,
+            nul_ok=given,
         )
 
     def _write_rejects(self, unit: Unit, checked: CheckedRows) -> None:

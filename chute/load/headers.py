@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from chute.errors import SchemaError, SourceError
 from chute.load.context import LoadContext
@@ -56,13 +57,15 @@ class Headers:
 
         A first line that names table columns and others too raises SchemaError naming the
         others, as for JSON: the engine would read it as a header and drop their values."""
+        if self.ctx.opts.header is False:
+            return False
         delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
         head = self.head(unit)
         fields = self.named_fields(unit, head.fields(delimiter))
         known = {c.name for c in self.ctx.input_columns()}
         if not fields or not set(fields) <= known:
             named = [f for f in fields if f in known]
-            if named and 2 * len(named) >= len(fields):
+            if (named and 2 * len(named) >= len(fields)) or self.ctx.opts.header:
                 extra = ", ".join(f for f in fields if f not in known)
                 raise SchemaError(
                     f"{unit.key}: input fields not in table {self.ctx.table}: {extra} (use --add-columns to add them)"
@@ -80,6 +83,30 @@ class Headers:
                 "CSV values are trimmed too in this load (the engine trims both or neither)"
             )
         return True
+
+    def named_if_all_text(self, unit: Unit, columns: list[Column]) -> list[Column]:
+        """A new table's columns from a CSV/TSV file whose every column is text: the engine cannot
+        tell a header from the rows by their types (it names the columns c1, c2, ...). Guessing
+        could drop a real row, so the first line loads as a row unless --header says it names
+        the columns; the note says which way it went."""
+        if not all(re.fullmatch(r"c\d+", c.name) and c.type in ("String", "Nullable(String)") for c in columns):
+            return columns
+        if self.ctx.opts.header:
+            delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+            fields = self.head(unit).fields(delimiter)
+            if len(fields) != len(columns) or len(set(fields)) != len(fields) or not all(fields):
+                raise SchemaError(
+                    f"{unit.key}: --header, yet its first line does not name {len(columns)} distinct columns: "
+                    f"{', '.join(map(repr, fields))}"
+                )
+            return [dataclasses.replace(c, name=f) for c, f in zip(columns, fields, strict=True)]
+        self.ctx.note(
+            f"{unit.key}: every column is text, so no header line could be told from the rows: the first line "
+            "loads as a row and the columns are named c1, c2, ...; if it names the columns, load with --header"
+            if self.ctx.opts.header is None
+            else f"{unit.key}: every line is a row (--no-header): the columns are named c1, c2, ..."
+        )
+        return columns
 
     def refuse_unnamed(self, unit: Unit, columns: list[Column]) -> None:
         """SchemaError for a header that leaves a column unnamed (`a,,b`): the engine's header

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from chute.errors import ChuteError, NotText, ShardUnavailable, SourceError
+from chute.formats import refuse_unreadable
 from chute.load.careful_pass import CarefulPass
 from chute.load.claims import ClaimLost, Claims
 from chute.load.commit import Commit
@@ -222,11 +223,7 @@ class Loader:
         try:
             if unit.size == 0:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
-            if unit.fmt.compression == "bz2":
-                raise SourceError(
-                    f"{unit.key}: bzip2 files cannot be read: the embedded engine has no bzip2 reader; "
-                    "decompress it (bunzip2) or recompress it (zstd, gzip, xz)"
-                )
+            refuse_unreadable(unit.key, unit.fmt)
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:
                 self.table.check_fields(unit)

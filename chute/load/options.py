@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, get_args, get_origin, get_type_hints
 
 from chute.errors import TargetError, UsageError
 from chute.load.claims import DEFAULT_LEASE_SECONDS
@@ -15,6 +17,7 @@ METHODS = ("auto", "client-convert", "server-parse", "server-side", "convert", "
 METHOD_ALIASES = {"convert": "client-convert", "pass-through": "server-parse"}
 """Earlier names of two methods, still taken."""
 SPARE = ("server", "client")
+DEFAULT_SHARD_BY = "rand()"
 
 # A batch is one INSERT; smaller batches lose less work to a crash.
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
@@ -54,6 +57,10 @@ class LoadOptions:
     """Compression of every file (gzip, zstd, bz2, xz, lz4, none); default: by extension."""
     delimiter: str | None = None
     """CSV field delimiter (one character)."""
+    header: bool | None = None
+    """CSV/TSV: whether the first line names the columns. None: detected (by the types of the
+    rows; where every column is text it cannot be, and the first line loads as a row, noted).
+    True: it does. False: every line is a row."""
     workers: int | None = None
     """Engine threads; default: all cores."""
     order_by: str = "tuple()"
@@ -92,7 +99,7 @@ class LoadOptions:
     """Nodes of the cluster as http(s)://host:port (user, password and database of the target):
     where chute writes the shards of a Distributed table. Default: the cluster's hosts at the
     target's port."""
-    shard_by: str = "rand()"
+    shard_by: str = DEFAULT_SHARD_BY
     """With `cluster`, the sharding key of the Distributed table chute creates."""
     insert_via_distributed: bool = False
     """Into a Distributed table sharded by a key: each batch is sent once, to the target node,
@@ -100,9 +107,10 @@ class LoadOptions:
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""
-    max_errors: str | None = None
-    """Bad rows allowed per file before the whole file fails: a count ("10") or a share ("0.1%").
-    Default: no limit; every bad row goes to the `<table>_rejects` table."""
+    max_errors: str | int | None = None
+    """Bad rows allowed per file before the whole file fails: a count (10 or "10") or a share
+    ("0.1%"); bad rows go to the `<table>_rejects` table. Default: a file fails when more than
+    100 of its rows and more than 10% of them are bad (a wrong format or table stops early)."""
     strict: bool = False
     """No bad row allowed: a file with one fails whole (no careful pass, no rejects)."""
     s3_endpoint: str | None = None
@@ -130,7 +138,9 @@ class LoadOptions:
     table (every range would add a part to each partition it touches); 0: never split."""
 
     def __post_init__(self) -> None:
-        """Numbers that cannot work are refused at once, in one line (not by a traceback later)."""
+        """Values of the wrong type or numbers that cannot work are refused at once, in one line
+        (not by a traceback later, deep in the load)."""
+        _check_types(self)
         least = {
             "--workers": (self.workers, 1, 1, ""),
             "--connections": (self.connections, 1, 1, ""),
@@ -152,11 +162,49 @@ class LoadOptions:
         return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
 
 
+def _check_types(opts: LoadOptions) -> None:
+    """A library caller's `memory_limit="1GB"` or `workers="4"`: a UsageError naming the field."""
+    if isinstance(opts.nodes, list):
+        object.__setattr__(opts, "nodes", tuple(opts.nodes))
+    hints = get_type_hints(LoadOptions)
+    for f in fields(opts):
+        value = getattr(opts, f.name)
+        allowed = _allowed(hints[f.name])
+        if not any(_fits(value, t) for t in allowed):
+            names = " or ".join("None" if t is type(None) else getattr(t, "__name__", str(t)) for t in allowed)
+            raise UsageError(
+                f"LoadOptions {f.name} takes {_TYPE_HINTS.get(f.name, names)}, not {type(value).__name__} {value!r}"
+            )
+
+
+_TYPE_HINTS = {
+    "max_errors": "a count (10) or a share as text ('0.1%')",
+    "memory_limit": "bytes as an int (e.g. 2**30)",
+    "batch_bytes": "bytes as an int (e.g. 256 * 2**20)",
+    "split_bytes": "bytes as an int, 0 or None",
+    "nodes": "a tuple of http(s)://host:port URLs",
+}
+
+
+def _allowed(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if get_origin(hint) is tuple:
+        return isinstance(value, tuple) and all(isinstance(v, get_args(hint)[0]) for v in value)
+    if hint is int:  # (True is an int to Python, not a count to a user)
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
 def format_settings(opts: LoadOptions) -> dict[str, str | int | float]:
     """How to read input; the same for inference and for loading."""
     settings: dict[str, str | int | float] = {
         "date_time_input_format": "best_effort",
-        "input_format_csv_detect_header": 1,
+        # --no-header: every line is a row, even one that names the columns.
+        "input_format_csv_detect_header": int(opts.header is not False),
+        "input_format_tsv_detect_header": int(opts.header is not False),
         # Spaces and tabs around an unquoted CSV field are part of its value (RFC 4180; TSV keeps
         # them too): the engine would trim them off text.
         "input_format_csv_trim_whitespaces": 0,

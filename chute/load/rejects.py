@@ -77,9 +77,13 @@ class ErrorBudget:
     share: float | None = None
 
     @classmethod
-    def parse(cls, text: str | None) -> ErrorBudget:
+    def parse(cls, text: str | int | None) -> ErrorBudget:
         if text is None or text == "":
             return cls()
+        if isinstance(text, int) and not isinstance(text, bool):
+            text = str(text)
+        if not isinstance(text, str):
+            raise UsageError(f"--max-errors takes a count (10) or a share ('0.1%'), not {text!r}")
         try:
             if text.endswith("%"):
                 share = float(text[:-1]) / 100

@@ -12,6 +12,7 @@ from typing import Any
 
 from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
+from chute.formats import refuse_unreadable
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.inference import TOLERANT_TEXT, from_json_objects, refuse_empty_key, repeated_names
@@ -135,6 +136,7 @@ class TableSetup:
         read past, a JSON lines file's left out; the load then rejects them. A text column of a
         CSV/TSV file whose only other values are one NULL marker (`NA`) is typed Nullable
         (schema.with_null_markers)."""
+        refuse_unreadable(unit.key, unit.fmt)
         declared = self.ctx.source.declared_columns(unit)
         if declared is not None:
             return declared
@@ -258,14 +260,8 @@ class TableSetup:
             if unit.fmt.format == "Parquet" and self.ctx.source.declared_columns(unit) is None:
                 # (a manifest's types are the exact ones: never narrowed)
                 columns = self._parquet_nullability(columns, sampled)
-            if unit.fmt.format in ("CSV", "TSV") and all(
-                re.fullmatch(r"c\d+", c.name) and c.type in ("String", "Nullable(String)") for c in columns
-            ):
-                self.ctx.report.notes.append(
-                    f"{unit.key}: every column is text, so no header line could be told from the rows: the first "
-                    "line loads as a row and the columns are named c1, c2, ...; if it names the columns, create "
-                    "the table with those names first (a header matching the table is then read as one)"
-                )
+            if unit.fmt.format in ("CSV", "TSV"):
+                columns = self.headers.named_if_all_text(unit, columns)
             return self._created(self._inferred_ddl(unit, columns), on_ddl)
         if last_error is not None:
             raise last_error

@@ -12,11 +12,14 @@ from chute.sources.base import Source, SourceOptions, table_function
 # Kept while the loader still imports them from here.
 from chute.units import Unit
 
-__all__ = ["Source", "SourceOptions", "Unit", "open_source", "table_function"]
+__all__ = ["DATABASE_SCHEMES", "Source", "SourceOptions", "Unit", "open_source", "source_scheme", "table_function"]
 
 
-def open_source(patterns: list[str], options: SourceOptions) -> Source:
-    """The source for `patterns`, chosen by their scheme; one scheme per load (http and https are one)."""
+DATABASE_SCHEMES = ("postgresql", "postgres", "mysql")
+
+
+def source_scheme(patterns: list[str]) -> str:
+    """The one kind of source of `patterns`: file, s3, hdfs, http (and https), postgresql, ..."""
 
     def kind(pattern: str) -> str:
         scheme = pattern.split("://", 1)[0].lower() if "://" in pattern else "file"
@@ -25,7 +28,12 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
     schemes = {kind(p) for p in patterns}
     if len(schemes) > 1:
         raise UsageError(f"one kind of source per load, got {', '.join(sorted(schemes))}")
-    scheme = schemes.pop() if schemes else "file"
+    return schemes.pop() if schemes else "file"
+
+
+def open_source(patterns: list[str], options: SourceOptions) -> Source:
+    """The source for `patterns`, chosen by their scheme; one scheme per load (http and https are one)."""
+    scheme = source_scheme(patterns)
     if scheme == "file":
         from chute.sources.files import FileSource
 
@@ -49,7 +57,7 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
         from chute.sources.url import UrlSource
 
         return UrlSource(patterns, options.format, options.compression)
-    if scheme in ("postgresql", "postgres", "mysql"):
+    if scheme in DATABASE_SCHEMES:
         from chute.sources.database import DatabaseSource
 
         return DatabaseSource(patterns, options)

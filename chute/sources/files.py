@@ -51,9 +51,15 @@ class Skipped:
         return ["in directories, skipped " + " and ".join(parts)]
 
 
+def _unreadable(exc: OSError) -> None:
+    """A directory of the walk that cannot be listed fails the load: its files would be left
+    out without a word (os.walk skips it), and a later run would load them as new."""
+    raise SourceError(f"{exc.filename}: cannot list the directory ({exc.strerror or exc})")
+
+
 def _walk(directory: str, skipped: Skipped) -> list[str]:
     found: list[str] = []
-    for root, dirs, files in os.walk(directory):
+    for root, dirs, files in os.walk(directory, onerror=_unreadable):
         skipped.hidden += sum(1 for d in dirs if d.startswith("."))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         shown = [f for f in sorted(files) if not f.startswith((".", "_"))]
@@ -97,12 +103,19 @@ class FileSource(SourceBase, EngineRowNumbers):
         skipped = Skipped()
         for pattern in self.patterns:
             if os.path.isdir(pattern):
-                listed = _walk(pattern, skipped)
+                here = Skipped()
+                listed = _walk(pattern, here)
                 if not self.format_override:
                     unknown = [p for p in listed if not known_extension(p)]
-                    skipped.unknown += len(unknown)
-                    skipped.example = skipped.example or (os.path.basename(unknown[0]) if unknown else "")
+                    here.unknown += len(unknown)
+                    here.example = os.path.basename(unknown[0]) if unknown else ""
                     listed = [p for p in listed if known_extension(p)]
+                if not listed:  # loading nothing is no success: a wrong directory, or --format missing
+                    why = here.notes()[0].replace("in directories, skipped", "; skipped") if here.notes() else ""
+                    raise SourceError(f"{pattern}: no file to load{why}")
+                skipped.hidden += here.hidden
+                skipped.unknown += here.unknown
+                skipped.example = skipped.example or here.example
                 paths.extend(listed)
             elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
                 matched = sorted(

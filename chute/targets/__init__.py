@@ -9,12 +9,21 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from chute.engine import LOCK_FILE, MEMORY
 from chute.errors import UsageError
 from chute.targets.base import Target
 
-__all__ = ["DEFAULT_TARGET", "Target", "open_target"]
+__all__ = ["DEFAULT_TARGET", "Target", "check_database", "is_server", "open_target"]
 
 DEFAULT_TARGET = "./chute.db"
+
+
+def is_server(spec: str | None) -> bool:
+    """Whether `open_target(spec)` would open a server (the same order of places)."""
+    spec = spec or os.environ.get("CHUTE_TARGET")
+    if not spec:
+        return bool(os.environ.get("CLICKHOUSE_HOST"))
+    return spec.startswith(("http://", "https://"))
 
 
 def open_target(
@@ -24,9 +33,15 @@ def open_target(
     connections: int = 2,
     nodes: Sequence[str] = (),
     via_distributed: bool = False,
+    existing: bool = False,
+    empty_ok: bool = False,
 ) -> Target:
     """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory
-    (`via_distributed`: see LoadOptions.insert_via_distributed)."""
+    (`via_distributed`: see LoadOptions.insert_via_distributed).
+
+    `existing`: commands that read (status, query, export) open only a directory that holds a
+    database, so a typo is an error instead of a new empty database (or the engine's files in a
+    user's own directory); `empty_ok` also takes an empty directory (query: tables made first)."""
     spec = spec or os.environ.get("CHUTE_TARGET")
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
@@ -41,6 +56,24 @@ def open_target(
         raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
     if via_distributed:
         raise UsageError("--insert-via-distributed needs a server target (--target http(s)://host:port)")
+    if existing:
+        check_database(spec, empty_ok)
     from chute.targets.embedded import EmbeddedTarget
 
     return EmbeddedTarget(spec)
+
+
+def check_database(path: str, empty_ok: bool = False) -> None:
+    """UsageError unless `path` is a database directory: one chute opened (its lock file) or
+    one the engine keeps tables in (`metadata/`)."""
+    if path == MEMORY or os.path.isdir(os.path.join(path, "metadata")):
+        return
+    if os.path.isfile(os.path.join(path, LOCK_FILE)):
+        return
+    if not os.path.exists(path):
+        raise UsageError(f"no database at {path}: the directory does not exist (chute load makes one)")
+    if not os.path.isdir(path):
+        raise UsageError(f"no database at {path}: not a directory")
+    if empty_ok and not os.listdir(path):
+        return
+    raise UsageError(f"no database at {path}: the directory holds no ClickHouse database")

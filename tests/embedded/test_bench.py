@@ -42,6 +42,7 @@ def test_bench_embedded_writes_a_png_and_cleans_up(tmp_path: Path) -> None:
     proc = _run(str(data), "--target", str(db), "--chart", str(chart), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
+    assert report["ok"] is True  # as every command's --json says
     methods = {r["method"] for r in report["results"]}
     assert methods == {"engine INSERT SELECT file()", "chute -> embedded"}
     assert all(r["rows"] == 15000 for r in report["results"])

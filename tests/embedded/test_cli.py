@@ -96,10 +96,11 @@ def test_command_sets_the_engine_allocator_unless_the_user_did(tmp_path: Path) -
     probe = (
         "import os, sys\n"
         "from chute import cli\n"
-        "cli.main(['status', '--target', sys.argv[1]])\n"
+        "cli.main(['query', 'SELECT 1', '--target', sys.argv[1]])\n"
         "print(os.environ.get('JE_MALLOC_CONF'), 'chdb' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
+    (tmp_path / "db").mkdir()  # (empty: query makes the database there)
     done = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path / "db")], capture_output=True, text=True, env=env, check=True
     )

@@ -122,3 +122,36 @@ def test_spaces_kept_in_a_low_cardinality_column(tmp_path: Path, target: str, en
     report = chute.load([path], table="t", target=target)
     assert report.ok and report.rows_loaded == 2, report.files
     assert _rows(engine, "SELECT id, s FROM t ORDER BY id") == [(1, "  padded  "), (2, "\ttab\t")]
+
+
+def test_header_says_an_all_text_first_line_names_the_columns(tmp_path: Path, target: str, engine: Engine) -> None:
+    """Every column text: the first line loads as a row unless --header says it names them."""
+    csv = _write(tmp_path / "people.csv", "name,city\nalice,paris\nbob,rome\n")
+    tsv = _write(tmp_path / "more.tsv", "name\tcity\ncarol\toslo\n")
+    guessed = chute.load([csv], table="guessed", target=target)
+    assert guessed.ok and guessed.rows_loaded == 3 and any("--header" in n for n in guessed.notes)
+    told = chute.load([csv, tsv], table="t", target=target, options=chute.LoadOptions(header=True))
+    assert told.ok and (told.rows_read, told.rows_loaded) == (3, 3), told.files
+    assert _rows(engine, "SELECT name, city, _source_row FROM t ORDER BY name") == [
+        ("alice", "paris", 1),
+        ("bob", "rome", 2),
+        ("carol", "oslo", 1),
+    ]
+    other = _write(tmp_path / "other.csv", "nom,ville\ndave,rome\n")
+    refused = chute.load([other], table="t", target=target, options=chute.LoadOptions(header=True))
+    assert not refused.ok and "nom, ville" in refused.files[0].error
+
+
+def test_no_header_loads_every_line_as_a_row(tmp_path: Path, target: str, engine: Engine) -> None:
+    path = _write(tmp_path / "n.csv", "id,v\n1,a\n2,b\n")
+    report = chute.load([path], table="t", target=target, options=chute.LoadOptions(header=False))
+    assert report.ok and report.rows_loaded == 3, report.files
+    assert _rows(engine, "SELECT c1, c2, _source_row FROM t ORDER BY _source_row") == [
+        ("id", "v", 1),
+        ("1", "a", 2),
+        ("2", "b", 3),
+    ]
+    # Into a table whose columns the first line names: still a row, rejected as one.
+    engine.execute(f"CREATE TABLE u (id Int64, v String, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    into = chute.load([path], table="u", target=target, options=chute.LoadOptions(header=False))
+    assert into.ok and (into.rows_loaded, into.rows_rejected) == (2, 1), into.files

@@ -98,6 +98,7 @@ def test_cli_reports_a_failing_query_and_exits_1(tmp_path: Path) -> None:
     out = run("--json", "--tries", "2")
     assert out.returncode == 1
     report = json.loads(out.stdout)
+    assert report["ok"] is False  # a query failed
     assert report["source"] == "system.query_log" and report["tries"] == 2 and report["warmup"] == 1
     states = {q["name"]: q["state"] for q in report["queries"]}
     assert states == {"a_sum": "ok", "b_fail": "failed", "c_count": "ok"}

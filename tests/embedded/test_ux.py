@@ -56,8 +56,8 @@ def test_a_mistyped_option_is_one_line_with_a_guess(tmp_path: Path) -> None:
     assert command.returncode == 2 and command.stderr == "chute: error: unknown command 'lod' (did you mean load?)\n"
     status = run("status", "--jsn")
     assert status.returncode == 2 and status.stderr == "chute: error: unknown option --jsn (did you mean --json?)\n"
-    abbreviated = run("status", "--tab", "t", "--target", str(tmp_path / "db"))
-    assert abbreviated.returncode == 0, abbreviated.stderr
+    abbreviated = run("status", "--tab", "t", "--target", str(tmp_path / "db"))  # parsed: on to the target
+    assert abbreviated.returncode == 2 and "no database at" in abbreviated.stderr, abbreviated.stderr
 
 
 def test_json_on_failure_is_one_object_with_ok_false(tmp_path: Path) -> None:

@@ -41,8 +41,9 @@ def test_unknown_names_and_archives_are_one_line_errors() -> None:
         detect("notes.txt")
     with pytest.raises(SourceError, match="no extension"):
         detect("README")
-    with pytest.raises(SourceError, match=r"\.zip archives are not supported"):
+    with pytest.raises(SourceError, match=r"\.zip archives are not supported") as archive:
         detect("all.zip")
+    assert ".bz2" not in str(archive.value)  # (no reader for it: not offered instead)
     with pytest.raises(UsageError, match="unknown format 'xml'"):
         detect("a.csv", "xml")
     with pytest.raises(UsageError, match="unknown compression 'rar'"):
