@@ -274,6 +274,8 @@ def say_doing(what: str) -> None:
 
 def _check_writable(path: str) -> None:
     """Say plainly why a database directory cannot be used, before the engine tries."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise UsageError(f"the embedded database {path} is a file, not a directory: give a directory (--target)")
     try:
         os.makedirs(path, exist_ok=True)
         probe = os.path.join(path, f".chute-probe-{os.getpid()}")

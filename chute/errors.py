@@ -102,6 +102,8 @@ class CommitUncertain(TransientTargetError):
 _CODE_RE = re.compile(r"Code:\s*(\d+)[.,]\s*(?:e\.displayText\(\) = )?(?:DB::\w*Exception:\s*)?(.*)", re.S)
 _TAIL_RE = re.compile(r"(?:,\s*e\.what\(\) = [\w:]+)?\s*(?:\(version [^)]*\))?\s*$")
 _NAME_RE = re.compile(r"\s*\(([A-Z][A-Z0-9_]+)\)\s*$")
+_NESTED_RE = re.compile(r"^(?:Code:\s*\d+[.,]\s*DB::\w*Exception:\s*)+")
+_REPEATED_TAIL_RE = re.compile(r"(?:\s*\(([A-Z][A-Z0-9_]+)\)(?:\s*\(version [^)]*\))?\.?)+\s*$")
 
 
 def parse_server_error(text: str) -> tuple[int | None, str | None, str]:
@@ -110,7 +112,12 @@ def parse_server_error(text: str) -> tuple[int | None, str | None, str]:
     if not match:
         return None, None, " ".join(text.split())
     code = int(match.group(1))
-    message = _TAIL_RE.sub("", match.group(2).strip())
+    message = match.group(2).strip()
+    # The embedded engine may wrap its own message once more: "Code: 73. DB::Exception: Code: 73.
+    # DB::Exception: msg (NAME) (version v). (NAME) (version v)."
+    message = _NESTED_RE.sub("", message)
+    message = _REPEATED_TAIL_RE.sub(r" (\1)", message)
+    message = _TAIL_RE.sub("", message)
     name_match = _NAME_RE.search(message)
     name = None
     if name_match:

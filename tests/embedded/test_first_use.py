@@ -235,3 +235,17 @@ def test_worker_id_has_no_alias_that_reads_like_workers(tmp_path: Path) -> None:
     done = run("load", str(tmp_path), "-t", "t", "--workers-id", "w1")
     assert done.returncode == 2
     assert done.stderr == "chute: error: unknown option --workers-id (did you mean --worker-id?)\n"
+
+
+def test_a_target_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "a.csv"
+    data.write_text("id\n1\n")
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    refused = run("load", str(data), "-t", "t", "--target", str(afile))
+    assert refused.returncode == 2, refused.stderr
+    assert (
+        refused.stderr
+        == f"chute: error: the embedded database {afile} is a file, not a directory: give a directory (--target)\n"
+    )
+    assert afile.read_text() == "mine"

@@ -32,3 +32,12 @@ def test_a_damaged_gzip_file_says_so_and_keeps_the_file_it_names() -> None:
 def test_a_transient_code_stays_transient() -> None:
     error = make_target_error(241, "MEMORY_LIMIT_EXCEEDED", "Memory limit exceeded: While executing File.", "x")
     assert isinstance(error, TransientTargetError) and str(error).endswith("Memory limit exceeded")
+
+
+def test_a_message_the_engine_wrapped_again_is_said_once() -> None:
+    text = (
+        "Code: 73. DB::Exception: Code: 73. DB::Exception: Code: 73. DB::Exception: Unknown format Nope. "
+        "Maybe you meant: ['One','Npy']. (UNKNOWN_FORMAT) (version 26.9.2.1). (UNKNOWN_FORMAT) "
+        "(version 26.9.2.1). (UNKNOWN_FORMAT)"
+    )
+    assert parse_server_error(text) == (73, "UNKNOWN_FORMAT", "Unknown format Nope. Maybe you meant: ['One','Npy'].")
