@@ -167,6 +167,14 @@ def _check_applies(opts: LoadOptions, scheme: str, server: bool) -> None:
         raise UsageError("--node needs a server target (--target http(s)://host:port)")
     if opts.password_file and scheme not in (*DATABASE_SCHEMES, "kafka"):
         raise UsageError("--password-file is for server targets, database and kafka sources; the target is a directory")
+    for flag, said in (
+        ("--insecure", opts.insecure),
+        ("--connections", opts.connections != LoadOptions.connections),
+        ("--worker-id", opts.worker_id is not None),
+        ("--insert-via-distributed", opts.insert_via_distributed),
+    ):
+        if said:
+            raise UsageError(f"{flag} needs a server target (--target http(s)://host:port); the target is a directory")
 
 
 def _table_name(table: str) -> TableName:

@@ -249,3 +249,13 @@ def test_a_target_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
         == f"chute: error: the embedded database {afile} is a file, not a directory: give a directory (--target)\n"
     )
     assert afile.read_text() == "mine"
+
+
+def test_server_options_into_a_directory_are_refused(tmp_path: Path) -> None:
+    data = tmp_path / "a.csv"
+    data.write_text("id\n1\n")
+    target = tmp_path / "db"
+    for option in (["--insecure"], ["--connections", "4"], ["--worker-id", "w1"], ["--insert-via-distributed"]):
+        refused = run("load", str(data), "-t", "t", "--target", str(target), *option)
+        assert refused.returncode == 2 and f"{option[0]} needs a server target" in refused.stderr, refused.stderr
+    assert not target.exists()
