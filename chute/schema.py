@@ -273,12 +273,14 @@ def _sample_as_text(
     )
 
 
-def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Column]:
+def union_columns(
+    engine: Engine, per_file: Sequence[list[Column]], kept: list[tuple[str, str, str]] | None = None
+) -> list[Column]:
     """The columns of several files in one list: every name in the order first seen; a type
-    that differs between files as the common type of the two (`_common_type`: the type one
-    file holding both sets of values would have been inferred as, so no sampled file's rows
-    are refused by the table made for them); a column some files lack, Nullable (their rows
-    hold no value for it)."""
+    that differs between files as the common type of the two (`_common_type`); a column some
+    files lack, Nullable (their rows hold no value for it). Where two types have none (a number
+    and text), the first stays and (name, kept, other) goes to `kept`: a later file's stray
+    `"oops"` is a rejected row, it does not make a number column text."""
     merged: dict[str, Column] = {}
     seen_in: dict[str, int] = {}
     for columns in per_file:
@@ -289,20 +291,24 @@ def union_columns(engine: Engine, per_file: Sequence[list[Column]]) -> list[Colu
                 merged[c.name] = before or c
                 continue
             comment = before.comment if before.comment == c.comment or not c.comment else ""
-            merged[c.name] = Column(
-                c.name, _common_type(engine, before.type, c.type), comment=comment or before.comment
-            )
+            common = _common_type(engine, before.type, c.type)
+            if common is None:
+                common = nullable(before.type) if "Nullable(" in c.type else before.type
+                if kept is not None:
+                    kept.append((c.name, before.type, c.type))
+            merged[c.name] = Column(c.name, common, comment=comment or before.comment)
     return [
         c if seen_in[c.name] == len(per_file) else Column(c.name, nullable(c.type), comment=c.comment)
         for c in merged.values()
     ]
 
 
-def _common_type(engine: Engine, a: str, b: str) -> str:
+def _common_type(engine: Engine, a: str, b: str) -> str | None:
     """The engine's common type of `a` and `b` (a UNION ALL's: `if` returns the first branch's
     type for some arrays, maps and tuples); where the engine has none, what its inference makes
-    of both values in one file: Float64 for integers and floats, arrays of their elements'
-    common type, String for the rest (text holds either). Nullable if either is."""
+    of both values in one file where that loses nothing: Float64 for integers and floats, arrays
+    of their elements' common type, String for objects (Map, Tuple, JSON). None for the rest (a
+    number and text or a date). Nullable if either is."""
     try:
         rows = engine.rows(
             f"SELECT toTypeName(x) AS t FROM (SELECT defaultValueOfTypeName({quote_str(a)}) AS x "
@@ -315,12 +321,15 @@ def _common_type(engine: Engine, a: str, b: str) -> str:
         pass
     held = [t[len("Nullable(") : -1] if t.startswith("Nullable(") else t for t in (a, b)]
     if all(_NUMBER.match(t) for t in held) and any(t.startswith("Float") for t in held):
-        common = "Float64"
+        common: str | None = "Float64"
     elif all(t.startswith("Array(") for t in held):
-        common = f"Array({_common_type(engine, held[0][len('Array(') : -1], held[1][len('Array(') : -1])})"
+        element = _common_type(engine, held[0][len("Array(") : -1], held[1][len("Array(") : -1])
+        common = f"Array({element})" if element is not None else None
+    elif any(re.match(r"(Map|Tuple|Object|JSON)\b", t) for t in held):
+        common = "String"  # (objects whose keys or values differ: their JSON text holds each)
     else:
-        common = "String"
-    return nullable(common) if held != [a, b] else common
+        return None
+    return nullable(common) if common is not None and held != [a, b] else common
 
 
 INFER_FILES = 8

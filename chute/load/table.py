@@ -285,7 +285,11 @@ class TableSetup:
             with contextlib.suppress(ChuteError):
                 per_file.append(self.infer(unit, INFER_MORE_ROWS))
                 sampled.append((unit, per_file[-1]))
-        merged = union_columns(self.ctx.target.engine, per_file)
+        kept: list[tuple[str, str, str]] = []
+        merged = union_columns(self.ctx.target.engine, per_file, kept)
+        final = {c.name: c.type for c in merged}
+        for name, other in dict.fromkeys((n, o) for n, _, o in kept):
+            self.ctx.note(f"column {name} {final[name]}: files hold {other} values too, rejected where they do not fit")
         types = {c.name: c.type for c in columns}
         for c in merged:
             if c.name not in types:
