@@ -87,14 +87,17 @@ def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> 
     loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
     at = [str(r["at"])[:19] for r in rows]  # to the second
     # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
-    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([16] if errors else [])]
+    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([ERROR_WIDTH] if errors else [])]
     budget = console.width - sum(others) - 3 * (len(others) + 1)
     prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    cut = len(set(names)) < len({str(r["source"]) for r in rows})
+    if cut:  # what tells them apart is in the middle: whole names, folded
+        names = [str(r["source"])[len(prefix) :] for r in rows]
     console.print(
         f"table {name}" + (f", sources under {prefix}" if prefix else ""), markup=False, highlight=False, soft_wrap=True
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("source", no_wrap=True)
+    table.add_column("source", no_wrap=not cut, overflow="fold", ratio=1 if cut else None)
     table.add_column("state", no_wrap=True)
     table.add_column("loaded", justify="right", no_wrap=True)
     table.add_column("rejected", justify="right", no_wrap=True)
@@ -103,8 +106,19 @@ def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> 
         table.add_column("last error", overflow="fold", ratio=1)
     for r, source, count, when in zip(rows, names, loaded, at, strict=True):
         cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
-        table.add_row(*cells, *([str(r["last_error"])[:200]] if errors else []))
+        table.add_row(*cells, *([_shown_error(str(r["source"]), str(r["last_error"]))] if errors else []))
     console.print(table)
+
+
+ERROR_WIDTH = 28
+"""The last error column's least width: narrower, a message folds into a column of words."""
+
+
+def _shown_error(source: str, error: str) -> str:
+    """A ledger error as a status row shows it: without the source the row names already, at
+    most 160 characters (`status --json` has it whole)."""
+    error = error.removeprefix(f"{source}: ")
+    return error if len(error) <= 160 else error[:159] + "…"
 
 
 def _distinct_parts(sources: list[str], width: int) -> tuple[str, list[str]]:
