@@ -10,6 +10,7 @@
     │   └── TransientTargetError  worth retrying (server down, memory, too many parts, I/O)
     │       ├── CommitUncertain     failed while moving rows in: repair, then retry
     │       └── ShardUnavailable    no node of a Distributed table's shard answers
+    └── AttachedLate            rows went in after this worker's claim may have ended
 
 Units that fail while loading are no exception: the returned report says which
 (``report.ok`` is false). A TransientTargetError (``terminal`` false) comes out
@@ -90,6 +91,14 @@ class OutOfSpace(TargetError):
 class ShardUnavailable(TransientTargetError):
     """No node of a shard of a Distributed table answers: the rows bound for it cannot be
     written now (the units that have such rows fail; a re-run finishes them)."""
+
+
+class AttachedLate(ChuteError):
+    """A batch's rows went in, but this worker's claim on its units may have ended while they
+    were on their way (a stalled connection): another worker may have loaded them too. The
+    caller takes its own rows out again and leaves the units to that worker."""
+
+    terminal = False
 
 
 class CommitUncertain(TransientTargetError):

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
 from chute.load.context import LoadContext
+from chute.load.outcome import batch_label
 from chute.load.values import strip_wrappers
 from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type
 from chute.sql import TableName, quote_ident, quote_str, sources_filter
@@ -228,6 +229,28 @@ class Commit:
         for unit in units:
             if unit.is_range:
                 self._remove_range(unit, loads)
+
+    def remove_own(self, units: list[Unit]) -> None:
+        """This load's rows (and rejects) of `units`, which went in after its claim on them may
+        have ended: another worker may have loaded them since, under a load of its own, which
+        this delete cannot take. A range's: its rows and the file's later ones (ranges load in
+        order, so this load has none of those yet)."""
+        ctx = self.ctx
+        if not ctx.has_provenance:
+            ctx.note(
+                f"{batch_label(units)}: went in after this worker's claim may have ended; without provenance "
+                "columns its rows cannot be told from another worker's: look for doubles"
+            )
+            return
+        mine = [ctx.load_id]
+        files = [u.key for u in units if not u.is_range]
+        if files:
+            ctx.target.delete_sources(ctx.table, files, mine)
+        for unit in units:
+            if unit.is_range:
+                where = f"{sources_filter([unit.origin], mine)} AND _source_row > {ctx.row_offsets.get(unit.key, 0)}"
+                ctx.target.mutate(ctx.table, f"DELETE WHERE {where}", f"{unit.key}: taking its rows out again")
+            ctx.rejects.clear(unit.origin if unit.is_range else unit.key, mine)
 
     def _none_left(self, files: list[str], loads: Sequence[str]) -> bool:
         """Units of a dropped table (the table made anew for this load): a count, not a

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chute.errors import ChuteError, NotText, ShardUnavailable, SourceError
+from chute.errors import AttachedLate, ChuteError, NotText, ShardUnavailable, SourceError
 from chute.formats import refuse_unreadable
 from chute.load.careful_pass import CarefulPass
 from chute.load.claims import ClaimLost, Claims
@@ -209,6 +209,11 @@ class Loader:
             if batch:
                 self._load_batch(batch, plan)
                 self._run_deferred(plan)
+        except AttachedLate as exc:
+            assert sharing is not None
+            self.commit.remove_own(batch)
+            self.ctx.note(f"{exc}: taken out again and left to it")
+            sharing.wait_for([u for u in batch if plan.results[u.key].state != "loaded"])
         except ClaimLost as exc:
             assert sharing is not None
             self.ctx.note(f"{exc}: left to it")

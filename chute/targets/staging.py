@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from chute.engine import Settings, StatementResult
-from chute.errors import ChuteError, CommitUncertain, TransientTargetError
+from chute.errors import AttachedLate, ChuteError, CommitUncertain, TransientTargetError
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import unreplicated
 
@@ -301,6 +301,13 @@ class Stage:
         # (rows attached to the table just before it is swapped out would be dropped with it).
         with _COMMIT_LOCK if self.modern else contextlib.nullcontext():
             moved = self._move_in(counts)
+        if self.guard is not None:
+            # The ATTACH may have waited on the wire past the claim's end (checked just before
+            # it): then another worker may have loaded the same units meanwhile.
+            try:
+                self.guard()
+            except ChuteError as exc:
+                raise AttachedLate(f"{exc} (this worker's rows went in late)") from exc
         if self.missing is not None:
             found = self._found
             self.missing.update({str(r["s"]): (int(r["m"]), int(r["c"])) for r in found if int(r["m"])})

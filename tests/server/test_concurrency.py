@@ -363,3 +363,45 @@ def test_embedded_directory_in_use_is_one_line(tmp_path: Path) -> None:
         _chute("query", "SELECT count() FROM ev", "--target", str(db)), capture_output=True, text=True
     )
     assert after.returncode == 0 and after.stdout.strip() == str(40 * 40_000), after.stderr
+
+
+@pytest.mark.slow
+def test_rows_that_went_in_after_the_lease_ended_are_taken_out_again(
+    tmp_path: Path, clickhouse_server: ClickHouseServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker A's ATTACH passes the claim check, then stalls on the wire past A's lease (A's
+    heartbeat stalls too); worker B takes the file over, loads it and writes `done`; A's ATTACH
+    lands after that. A then finds its claim gone: it takes its own rows out again and writes no
+    `done`, so the table holds each row once and the ledger names B's load (found by a tester
+    with a proxy that froze one worker's traffic at its first ATTACH)."""
+    import chute
+    from chute.load import LoadOptions
+
+    data = tmp_path / "data"
+    _make_files(data, files=3, rows=ROWS)
+    url = _fresh(clickhouse_server, "attached_late")
+    monkeypatch.setattr(Claims, "_renew", lambda self: None)  # A's heartbeat stalls with its traffic
+    original = Stage._move_in
+    stalled: list[subprocess.CompletedProcess[str]] = []
+    first = threading.Lock()
+
+    def late(self: Stage, counts: dict[str, int]) -> dict[str, int]:
+        if self.target is not None and self.target.table == "ev" and first.acquire(blocking=False):
+            # Worker B, while A's ATTACH is on its way: it waits out A's leases, then loads.
+            stalled.append(subprocess.run(_load(data, url), capture_output=True, text=True, timeout=300))
+        return original(self, counts)
+
+    monkeypatch.setattr(Stage, "_move_in", late)
+    report = chute.load([str(data)], "ev", target=url, options=LoadOptions(lease_seconds=3, batch_files=1))
+    assert stalled and stalled[0].returncode == 0, stalled[0].stderr if stalled else "B never ran"
+    assert json.loads(stalled[0].stdout)["rows_loaded"] >= ROWS  # (A's other lane may hold a file B waits out)
+    _assert_exactly_once(clickhouse_server, url, files=3)
+    assert any("went in late" in n and "taken out again" in n for n in report.notes), report.notes
+    # Each file's rows are one load's, the one the ledger's `done` names.
+    held = _q(clickhouse_server, url, "SELECT _source, any(_load_id), uniqExact(_load_id) FROM ev GROUP BY _source")
+    said = _q(
+        clickhouse_server,
+        url,
+        f"SELECT unit, argMax(load_id, seq), 1 FROM {LEDGER_TABLE} WHERE state = 'done' GROUP BY unit",
+    )
+    assert sorted(zip(*[iter(held)] * 3, strict=True)) == sorted(zip(*[iter(said)] * 3, strict=True))
