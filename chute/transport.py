@@ -58,7 +58,10 @@ class ServerAddress:
         """
         env = os.environ
         if url:
-            parts = urllib.parse.urlsplit(url)
+            try:
+                parts = urllib.parse.urlsplit(url)
+            except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed)
+                raise UsageError(f"invalid target URL: {exc}") from None
             if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
                 raise UsageError("a server target looks like http(s)://[user[:password]@]host:port[/database]")
             scheme, host = parts.scheme, parts.hostname
@@ -68,7 +71,7 @@ class ServerAddress:
                 raise UsageError("invalid port in the target URL") from None
             user = urllib.parse.unquote(parts.username) if parts.username else env.get("CLICKHOUSE_USER", "default")
             password = urllib.parse.unquote(parts.password) if parts.password is not None else None
-            database = parts.path.strip("/") or env.get("CLICKHOUSE_DATABASE", "default")
+            database = urllib.parse.unquote(parts.path.strip("/")) or env.get("CLICKHOUSE_DATABASE", "default")
         else:
             host = env.get("CLICKHOUSE_HOST", "")
             if not host:
@@ -198,9 +201,9 @@ class HttpClient:
             if isinstance(exc, ssl.SSLCertVerificationError):
                 raise TargetError(self._scrub(f"{context}: {self.address.display}: {exc.verify_message}")) from None
             reason = str(exc) or type(exc).__name__
-            raise TransientTargetError(
-                self._scrub(f"{context}: cannot reach {self.address.display}: {reason}")
-            ) from None
+            # ("connecting to URL" names the server already: not twice)
+            said = "" if self.address.display in context else f"{context}: "
+            raise TransientTargetError(self._scrub(f"{said}cannot reach {self.address.display}: {reason}")) from None
         except BaseException:
             conn.close()  # an error of the body's producer: the request is cut off
             raise

@@ -179,7 +179,9 @@ class ServerTarget:
         )
 
     def text(self, sql: str, fmt: str, context: str = "") -> str:
-        return self.client.query(f"{sql.rstrip().rstrip(';')} FORMAT {fmt}", context=context)
+        # The format as the HTTP interface's default: a statement's own FORMAT clause wins, and
+        # one that returns nothing (INSERT, CREATE) is not made wrong by a clause after it.
+        return self.client.query(sql.rstrip().rstrip(";"), {"default_format": fmt}, context=context)
 
     def table_columns(self, table: TableName) -> list[Column] | None:
         return table_columns(self.rows, table, ordered=self._caps.version >= (19, 0, 0))

@@ -594,3 +594,12 @@ def test_several_files_a_batch_without_provenance(
     assert (int(got["n"]), int(got["u"])) == (report.rows_loaded, report.rows_loaded)
     again = chute.load([str(data)], table="t", target=dest, options=opts)
     assert again.rows_loaded == 0 and again.files_skipped == len(sizes) + 1
+
+
+def test_query_keeps_a_statement_s_own_format_and_runs_inserts(server_url: str) -> None:
+    from chute.inspect import query
+
+    assert query("SELECT 1 AS x FORMAT JSONEachRow", server_url) == '{"x":1}\n'
+    assert query("CREATE TABLE qq (a UInt8) ENGINE = Memory", server_url) == ""
+    assert query("INSERT INTO qq VALUES (1), (2);", server_url) == ""
+    assert query("SELECT sum(a) FROM qq", server_url, "TSV") == "3\n"

@@ -1,0 +1,28 @@
+"""A server target's URL: each part read as users write it, every mistake one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from chute.errors import UsageError
+from chute.transport import ServerAddress
+
+
+def test_a_percent_encoded_database_and_password_are_decoded() -> None:
+    address = ServerAddress.parse("http://u:p%40ss%3Aw@127.0.0.1:8123/%D0%B4%D0%B1")
+    assert (address.user, address.password, address.database, address.port) == ("u", "p@ss:w", "дб", 8123)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://u:TOPSECRET@[::1:8123/default", "invalid target URL"),
+        ("http://h:99999/x", "invalid port"),
+        ("ftp://h/x", "a server target looks like"),
+        ("http://h:1/a%2Fb", "invalid database name"),
+    ],
+)
+def test_a_malformed_url_is_one_usage_error_without_its_secret(url: str, said: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        ServerAddress.parse(url)
+    assert said in str(refused.value) and "TOPSECRET" not in str(refused.value)
