@@ -66,6 +66,11 @@ class Loader:
         """Plan against the ledger (`latest`, when the caller read it already) and load."""
         ctx = self.ctx
         if ctx.table.database:
+            known = ctx.target.rows(
+                f"SELECT count() AS n FROM system.databases WHERE name = {quote_str(ctx.table.database)}"
+            )
+            if not int(known[0]["n"]):
+                ctx.note(f"database {ctx.table.database} did not exist: created (was its name right?)")
             ctx.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(ctx.table.database)}")
             if ctx.opts.cluster and ctx.target.is_server and ctx.meta is None:  # chute makes the table on every node
                 ctx.target.execute(

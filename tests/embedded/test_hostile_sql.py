@@ -102,3 +102,14 @@ def test_each_file_s_rows_read_are_in_the_json_report(tmp_path: Path) -> None:
     report = chute.load([str(data)], "t", target=target)
     (entry,) = report.to_dict()["files"]
     assert (entry["rows_read"], entry["rows_loaded"], entry["rows_rejected"]) == (2, 1, 1)
+
+
+def test_a_database_that_is_not_there_is_made_with_a_note(tmp_path: Path) -> None:
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"v":1}\n')
+    target = str(tmp_path / "db")
+    first = chute.load([str(data)], "typo_db.t", target=target)
+    assert first.ok and any(n.startswith("database typo_db did not exist: created") for n in first.notes)
+    data.write_text('{"v":1}\n{"v":2}\n')
+    again = chute.load([str(data)], "typo_db.u", target=target)
+    assert again.ok and not any("did not exist" in n for n in again.notes), again.notes
