@@ -273,6 +273,11 @@ def _sample_as_text(
     )
 
 
+def unnamed(columns: Sequence[Column]) -> bool:
+    """Columns the engine named c1, c2, ... itself: a CSV/TSV file read without a header."""
+    return bool(columns) and [c.name for c in columns] == [f"c{i}" for i in range(1, len(columns) + 1)]
+
+
 def union_columns(
     engine: Engine, per_file: Sequence[list[Column]], kept: list[tuple[str, str, str]] | None = None
 ) -> list[Column]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from chute.errors import SchemaError, SourceError
 from chute.load.context import LoadContext
-from chute.schema import Column, describe
+from chute.schema import Column, describe, unnamed
 from chute.sniff import Head, refuse_binary
 from chute.units import Unit
 
@@ -89,7 +88,7 @@ class Headers:
         tell a header from the rows by their types (it names the columns c1, c2, ...). Guessing
         could drop a real row, so the first line loads as a row unless --header says it names
         the columns; the note says which way it went."""
-        if not all(re.fullmatch(r"c\d+", c.name) and c.type in ("String", "Nullable(String)") for c in columns):
+        if not unnamed(columns) or any(c.type not in ("String", "Nullable(String)") for c in columns):
             return columns
         if self.ctx.opts.header:
             delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")

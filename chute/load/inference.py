@@ -1,18 +1,24 @@
-"""Schema inference of a file with bad records, for a new table: from its good records, so the
-bad ones become the load's rejected rows, as they do for a table that exists. The engine's
-inference stops at the first record it cannot read (settings that allow errors do not reach it)."""
+"""Schema inference of a file, for a table chute makes: the engine's, with a CSV/TSV file's NULL
+markers and numbers as text on top, and past bad records, so the bad ones become the load's
+rejected rows, as they do for a table that exists. The engine's inference stops at the first
+record it cannot read (settings that allow errors do not reach it)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from chute.engine import Engine
+from chute.engine import Engine, Settings
 from chute.errors import ChuteError, SourceError
-from chute.schema import Column, describe
+from chute.formats import refuse_unreadable
+from chute.load.context import LoadContext
+from chute.load.headers import Headers
+from chute.schema import Column, describe, with_faithful_numbers, with_null_markers
 from chute.scratch import scratch_file
 from chute.sql import quote_str
+from chute.units import Unit
 
 TOLERANT_TEXT: dict[str, str | int | float] = {
     "input_format_csv_allow_variable_number_of_columns": 1,
@@ -73,3 +79,95 @@ def from_json_objects(
     finally:
         with contextlib.suppress(OSError):
             os.remove(sample)
+
+
+class Inferrer:
+    """A file's columns as the engine infers them, for a table chute makes."""
+
+    def __init__(self, ctx: LoadContext, headers: Headers) -> None:
+        self.ctx = ctx
+        self.headers = headers
+
+    def infer(self, unit: Unit, sample_rows: int | None = None) -> list[Column]:
+        """The unit's columns. Bad records do not stop it (load.inference): a CSV/TSV file's are
+        read past, a JSON lines file's left out; the load then rejects them. A text column of a
+        CSV/TSV file whose only other values are one NULL marker (`NA`) is typed Nullable
+        (schema.with_null_markers)."""
+        refuse_unreadable(unit.key, unit.fmt)
+        declared = self.ctx.source.declared_columns(unit)
+        if declared is not None:
+            return declared
+        text = unit.fmt.format in ("CSV", "TSV")
+        if text:
+            names = self.headers.header_only(unit, self.headers.head(unit))
+            if names is not None:
+                return [Column(n, "String") for n in names]
+        read: Callable[[str], str] = lambda f: self.ctx.source.table_expression(unit, None, f)  # noqa: E731
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        if unit.fmt.format == "JSONEachRow":
+            refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
+        try:
+            return self._described(unit, read, sample_rows)
+        except ChuteError as exc:
+            if text:
+                return self._described_tolerantly(unit, read, sample_rows, exc)
+            if unit.fmt.format != "JSONEachRow":
+                raise
+        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
+        self.ctx.note(f"{unit.key}: some lines are not JSON objects; the columns are inferred from the others")
+        return columns
+
+    def _described_tolerantly(
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, failed: ChuteError
+    ) -> list[Column]:
+        """A CSV/TSV file whose inference failed, inferred past blank lines and rows of another
+        number of fields; a header naming a field twice is refused in one line (the engine reads
+        no such file)."""
+        sample = scratch_file("sample", ".txt")
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        try:
+            # The lines that are not blank (the engine's inference takes one for a row of one
+            # field, which the load skips), read past rows of another number of fields.
+            self.ctx.target.engine.execute(
+                f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
+                f"SELECT line FROM {lines} WHERE NOT match(line, '^\\s*$') LIMIT {sample_rows or 25000}",
+                context=f"{unit.key}: cannot infer the schema",
+            )
+            columns = self._described(unit, lambda f: f"file({quote_str(sample)}, {quote_str(f)})", None, TOLERANT_TEXT)
+        except ChuteError:
+            delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+            twice = repeated_names(self.headers.head(unit).fields(delimiter))
+            if twice:
+                raise SourceError(
+                    f"{unit.key}: the header line names {', '.join(twice)} more than once; the engine reads no "
+                    "file whose columns share a name: rename the repeated fields in the header, then load"
+                ) from None
+            raise failed from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(sample)
+        self.ctx.note(
+            f"{unit.key}: some rows are blank or have another number of fields than the others; the columns "
+            "are inferred from the rest"
+        )
+        return columns
+
+    def _described(
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, extra: Settings | None = None
+    ) -> list[Column]:
+        """The columns the engine infers for the unit as `read` (a format name: its table
+        expression) reads it, with `extra` settings; CSV/TSV: see infer."""
+        context = f"{unit.key}: cannot infer the schema"
+        engine, settings = self.ctx.target.engine, {**self.ctx.format_settings(), **(extra or {})}
+        expression = read(unit.fmt.format)
+        columns = describe(engine, expression, context, sample_rows, settings)
+        if unit.fmt.format not in ("CSV", "TSV"):
+            return columns
+        self.headers.refuse_unnamed(unit, columns)
+        if columns and columns[0].name.startswith("\ufeff"):
+            # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
+            # name, its header detection then fails on the line: the header is read as one.
+            columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+            expression = read(f"{unit.fmt.format}WithNames")
+        columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
+        return with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)

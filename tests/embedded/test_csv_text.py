@@ -155,3 +155,19 @@ def test_no_header_loads_every_line_as_a_row(tmp_path: Path, target: str, engine
     engine.execute(f"CREATE TABLE u (id Int64, v String, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
     into = chute.load([path], table="u", target=target, options=chute.LoadOptions(header=False))
     assert into.ok and (into.rows_loaded, into.rows_rejected) == (2, 1), into.files
+
+
+def test_a_file_without_a_header_after_one_with_it_fills_the_same_columns(
+    tmp_path: Path, target: str, engine: Engine
+) -> None:
+    """Inference reads later files too: one without a header named its fields c1, c2, which
+    became columns of their own (Nullable, every other column too) and its rows failed."""
+    d = tmp_path / "h"
+    d.mkdir()
+    _write(d / "h1.csv", "id,s\n1,a\n2,b\n")
+    _write(d / "h2.csv", "3,c\n4,d\n")
+    report = chute.load([str(d)], table="t", target=target)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (4, 0), report.files
+    types = {r["name"]: r["type"] for r in engine.rows("SELECT name, type FROM system.columns WHERE table = 't'")}
+    assert (types["id"], types["s"]) == ("Int64", "String") and "c1" not in types
+    assert _rows(engine, "SELECT id, s FROM t ORDER BY id") == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
