@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
-from chute.load.missing import INPUT_ALIAS, mask_sql, not_null, nullable_read, watched
+from chute.load.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
 from chute.load.reasons import bad_conditions, nested_reasons, range_reasons
 from chute.load.values import (
     array_element,
@@ -64,7 +64,13 @@ class CheckedRows:
         flags: list[tuple[int, str]] = []
         mask = None
         if self.parsed is None:
-            exprs = [f"v{i} AS {quote_ident(c.name)}" for i, c in enumerate(columns)]
+            # (a DEFAULT expression's column: where its field was missing (p{i} = 0), the expression)
+            exprs = [
+                f"if(p{i}, v{i}, CAST({c.default_expression}, {quote_str(c.type)})) AS {quote_ident(c.name)}"
+                if computed(c)
+                else f"v{i} AS {quote_ident(c.name)}"
+                for i, c in enumerate(columns)
+            ]
             row, source = "row", f"{self.table.sql} WHERE reason = ''"
             mask = quote_ident(MASK_COLUMN)  # (made by `_good_records`)
         else:
@@ -73,12 +79,18 @@ class CheckedRows:
                 name = quote_ident(c.name)
                 if count_missing and watched(c):
                     flags.append((i, f"isNull({INPUT_ALIAS}.{name})"))
-                if count_missing and watched(c) and not read_as_text(c.type):
+                default = f"CAST({c.default_expression}, {quote_str(c.type)})"  # (over the others' aliases)
+                if computed(c) and not read_as_text(c.type):
+                    exprs.append(
+                        f"if(isNull({INPUT_ALIAS}.{name}), {default}, assumeNotNull({INPUT_ALIAS}.{name})) AS {name}"
+                    )
+                elif count_missing and watched(c) and not read_as_text(c.type):
                     exprs.append(f"{not_null(name, c.type)} AS {name}")
                 elif read_as_text(c.type):
                     # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else "'[]'" if array_element(inner) else default_of(inner)
+                    missing = default if computed(c) else missing
                     value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
@@ -217,7 +229,9 @@ def _parse_readable(
             f"SELECT {tagged} FROM {lines.sql} WHERE ok",
             context="writing the readable lines",
         )
-        nullable = {c.name for c in columns if count_missing and watched(c) and not read_as_text(c.type)}
+        nullable = {
+            c.name for c in columns if ((count_missing and watched(c)) or computed(c)) and not read_as_text(c.type)
+        }
         read_as = [
             f"{quote_ident(c.name)} {nullable_read(c.type) if c.name in nullable else read_type(c.type)}"
             for c in columns

@@ -13,7 +13,7 @@ import uuid
 
 from chute.engine import Engine
 from chute.load.careful import RAW_LIMIT, CheckedRows, materialize
-from chute.load.missing import mask_sql
+from chute.load.missing import computed, mask_sql
 from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons
 from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
@@ -124,7 +124,13 @@ def _read_records(
 def _no_values(columns: list[Column]) -> str:
     """The value columns of a bad record: defaults, and no missing value."""
     nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
-    return f"{nulls}, toUInt64(0) AS {quote_ident(MASK_COLUMN)}"
+    return f"{nulls}, toUInt64(0) AS {quote_ident(MASK_COLUMN)}{_presence(columns, ['1'] * len(columns))}"
+
+
+def _presence(columns: list[Column], present: list[str]) -> str:
+    """`, <present> AS p{i}` for each DEFAULT expression's column: where its field is missing, the
+    careful select computes the expression (chute.load.careful)."""
+    return "".join(f", toUInt8({present[i]}) AS p{i}" for i, c in enumerate(columns) if computed(c))
 
 
 def _good_records(
@@ -149,7 +155,7 @@ def _good_records(
         f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
         f"{multi_if(bad_conditions(columns, texts, present) + nested)} AS reason, "
         f"{', '.join(finals(columns, texts, present, extract))}, "
-        f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])} FROM {scratch.sql}"
+        f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])}{_presence(columns, present)} FROM {scratch.sql}"
     )
 
 
@@ -176,7 +182,8 @@ def _split_at(
     )
     if _has_lines_after(engine, lines_expression, line):
         rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings, watched_at))
-        values = ", ".join([*(f"v{i}" for i in range(len(columns))), quote_ident(MASK_COLUMN)])
+        flags = [f"p{i}" for i, c in enumerate(columns) if computed(c)]
+        values = ", ".join([*(f"v{i}" for i in range(len(columns))), quote_ident(MASK_COLUMN), *flags])
         select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest[-1].table.sql}"
     return select
 

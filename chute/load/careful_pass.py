@@ -13,7 +13,7 @@ from chute.load.careful import CheckedRows, check_json_lines
 from chute.load.careful_delimited import check_delimited
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import record_missing, watched
+from chute.load.missing import computed, record_missing, watched
 from chute.load.outcome import Plan, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
@@ -80,8 +80,12 @@ class CarefulPass:
         # unquoted empty field is NULL and its quoted `""` the empty string, as the fast path's
         # parser has them; other CSV fields are read as text alike.
         tsv = unit.fmt.format == "TSV"
+        # (A DEFAULT expression's column too: a field the header lacks is then told from an empty one.)
         text_columns = [
-            Column(c.name, "Nullable(String)" if tsv or strip_wrappers(c.type) == ("String", True) else "String")
+            Column(
+                c.name,
+                "Nullable(String)" if tsv or strip_wrappers(c.type) == ("String", True) or computed(c) else "String",
+            )
             for c in inputs
         ]
         delimiter = ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")

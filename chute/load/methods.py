@@ -152,7 +152,9 @@ class Methods:
         (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
         26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
         Capabilities.csv_text_like_engine; CSV text's spaces where the server trims them:
-        ServerInfo.csv_keeps_spaces); chute's own read checks them."""
+        ServerInfo.csv_keeps_spaces; a DEFAULT expression's column, where the server fills a
+        missing field with its type's default: ServerInfo.omitted_defaults); chute's own read
+        checks them."""
         if not unit.fmt.is_text:
             if typed_checks(unit, self.ctx.target.capabilities):
                 return []
@@ -163,12 +165,15 @@ class Methods:
         texts = unit.fmt.format == "CSV" and not (
             capabilities.csv_text_like_engine and self.parse.server().csv_keeps_spaces
         )
+        # A column's DEFAULT expression, where the server fills a field a record lacks with 0.
+        computed = not self.parse.server().omitted_defaults
         return [
             c.name
             for c in self.ctx.input_columns()
             if checked(c.type)
             or (floats and strip_wrappers(c.type)[0] in ("Float32", "Float64"))
             or (texts and strip_wrappers(c.type)[0] in ("String", "FixedString"))
+            or (computed and c.default_kind == "DEFAULT" and bool(c.default_expression))
         ]
 
     def server_parses(self, unit: Unit, method: str) -> bool:

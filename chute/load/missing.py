@@ -43,6 +43,19 @@ def watched(col: Column, fmt: str = "") -> bool:
     return not nullable and not col.default_kind and not inner.startswith(_COMPOUND)
 
 
+def computed(col: Column) -> bool:
+    """A column whose missing value is its DEFAULT expression (over the row's other values),
+    which a careful read computes itself: not Nullable (a JSON null is then a NULL, not a
+    missing value) and a scalar."""
+    inner, nullable = strip_wrappers(col.type)
+    return (
+        col.default_kind == "DEFAULT"
+        and bool(col.default_expression)
+        and not nullable
+        and not (inner.startswith(_COMPOUND))
+    )
+
+
 def nullable_read(type_sql: str) -> str:
     """The type a watched column is read as: Nullable (inside LowCardinality)."""
     if type_sql.startswith("LowCardinality(") and type_sql.endswith(")"):

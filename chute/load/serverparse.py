@@ -21,7 +21,6 @@ import contextlib
 import datetime
 import functools
 import itertools
-import os
 import re
 import sys
 import threading
@@ -35,6 +34,7 @@ from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTarg
 from chute.load.context import LoadContext
 from chute.load.missing import record_missing
 from chute.load.posts import Posts
+from chute.load.sizing import uncompressed_size
 from chute.load.verify import Verifier, checked_stages, missing_values
 from chute.remote.http import retry
 from chute.schema import Column
@@ -46,6 +46,7 @@ from chute.units import Unit
 SERVER_READ_SETTINGS = frozenset({"date_time_input_format", "format_csv_delimiter"})
 """Reading settings a server of any version knows, for the paths where it parses."""
 TRIM_SETTING = "input_format_csv_trim_whitespaces"
+OMITTED_SETTING = "input_format_defaults_for_omitted_fields"
 ONE_BLOCK_BYTES = 256 * 2**20
 """Files up to this size uncompressed go in one insert block (held in the server's memory)."""
 RETRIES = 4
@@ -76,23 +77,9 @@ class ServerInfo:
     """It has `input_format_parallel_parsing` (which cuts a body into many blocks)."""
     csv_keeps_spaces: bool = False
     """It has `input_format_csv_trim_whitespaces` (sent as 0); others trim CSV text (18.16 does)."""
-
-
-def uncompressed_size(unit: Unit) -> int | None:
-    """The bytes the server parses: a plain file's size; a gzip file's from its trailer (ISIZE,
-    exact for one member under 4 GiB); None where it cannot be told."""
-    if unit.fmt.compression == "none":
-        return unit.size
-    if unit.fmt.compression != "gzip" or unit.size >= 2**32 or unit.size < 18:
-        return None
-    try:
-        with open(unit.key, "rb") as fh:
-            fh.seek(-4, os.SEEK_END)
-            size = int.from_bytes(fh.read(4), "little")
-    except OSError:
-        return None
-    # A multi-member file's trailer tells its last member only: a size below the compressed one is not believed.
-    return size if size >= unit.size // 2 else None
+    omitted_defaults: bool = False
+    """It has `input_format_defaults_for_omitted_fields` (sent as 1); others give a field a record
+    lacks its type's default, not the column's DEFAULT expression (18.16 does)."""
 
 
 @dataclass
@@ -136,12 +123,14 @@ class ServerParse:
                     str(r["name"]): str(r["value"])
                     for r in self.ctx.target.rows(
                         "SELECT name, value FROM system.settings "
-                        f"WHERE name IN ('max_threads', 'input_format_parallel_parsing', {quote_str(TRIM_SETTING)})"
+                        "WHERE name IN ('max_threads', 'input_format_parallel_parsing', "
+                        f"{quote_str(TRIM_SETTING)}, {quote_str(OMITTED_SETTING)})"
                     )
                 }
                 digits = re.findall(r"\d+", found.get("max_threads", ""))
                 parallel, trims = "input_format_parallel_parsing" in found, TRIM_SETTING in found
-                self._server = ServerInfo(int(digits[-1]) if digits else 1, parallel, trims)
+                cores = int(digits[-1]) if digits else 1
+                self._server = ServerInfo(cores, parallel, trims, OMITTED_SETTING in found)
             return self._server
 
     def blocker(self, unit: Unit) -> str | None:
@@ -284,6 +273,8 @@ class ServerParse:
         settings["input_format_skip_unknown_fields"] = 0
         if unit.fmt.format == "CSV" and self.server().csv_keeps_spaces:
             settings[TRIM_SETTING] = 0
+        if self.server().omitted_defaults:
+            settings[OMITTED_SETTING] = 1
         if ctx.fill_provenance:
             # One block per file: rows <= bytes (every row ends with a newline, but the last).
             settings["max_insert_block_size"] = (uncompressed_size(unit) or unit.size) + 2

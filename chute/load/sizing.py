@@ -5,6 +5,8 @@ The measurements behind these numbers are in docs/internals/memory.md.
 
 from __future__ import annotations
 
+import os
+
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
 from chute.units import Unit
@@ -109,3 +111,20 @@ class Sizing:
             block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
             settings.update(max_compress_block_size=block, min_compress_block_size=min(2**16, block))
         return settings
+
+
+def uncompressed_size(unit: Unit) -> int | None:
+    """The bytes the server parses: a plain file's size; a gzip file's from its trailer (ISIZE,
+    exact for one member under 4 GiB); None where it cannot be told."""
+    if unit.fmt.compression == "none":
+        return unit.size
+    if unit.fmt.compression != "gzip" or unit.size >= 2**32 or unit.size < 18:
+        return None
+    try:
+        with open(unit.key, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            size = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return None
+    # A multi-member file's trailer tells its last member only: a size below the compressed one is not believed.
+    return size if size >= unit.size // 2 else None

@@ -371,3 +371,45 @@ def test_big_text_files_count_their_missing_values(
     assert [(str(g["id"]), str(g["n"])) for g in got] == [
         (r["id"], TEXT_ZERO["n"] if r["n"] is None else r["n"]) for r in meant
     ]
+
+
+# -- DEFAULT expressions ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["auto", "client-convert"])
+@pytest.mark.parametrize("bad_row", [False, True], ids=["clean", "bad-row"])
+def test_a_missing_field_takes_its_default_expression_on_the_server(
+    tmp_path: Path, server_url: str, method: str, bad_row: bool
+) -> None:
+    """18.16 has no `input_format_defaults_for_omitted_fields`: parsing JSON itself it gives a
+    field a record lacks its type's default (0), not the DEFAULT expression. auto reads such
+    files here; the careful pass computes the expression too."""
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt32, u32 UInt32, dflt UInt32 DEFAULT u32 * 2, _source String, "
+        "_source_mtime DateTime, _source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    path = tmp_path / "a.json"
+    path.write_text('{"id":1,"u32":5}\n' + ('{"id":2,"u32":-1}\n' if bad_row else "") + '{"id":3,"u32":4,"dflt":1}\n')
+    report = chute.load([str(path)], "t", target=server_url, options=chute.LoadOptions(method=method))
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, int(bad_row)), report.files
+    assert "server-parse" not in report.methods, report.method_why
+    assert rows(server_url, "SELECT id, dflt FROM t ORDER BY id") == [["1", "10"], ["3", "1"]]
+
+
+def test_auto_does_not_let_18_16_parse_a_table_with_a_default_expression(tmp_path: Path, server_url: str) -> None:
+    """Text columns only (which the server's parser keeps as they are): auto would let the
+    server parse the file, which would fill `d2` with '' where a record lacks it."""
+    for table in ("t", "u"):
+        server_query(
+            server_url,
+            f"CREATE TABLE {table} (id String, s String, d2 String DEFAULT concat('x', id), _source String, "
+            "_source_mtime DateTime, _source_row UInt64, _load_id String) ENGINE = MergeTree ORDER BY id",
+        )
+    path = tmp_path / "a.json"
+    path.write_text('{"id":"1","s":"a"}\n{"id":"2","s":"b","d2":"given"}\n')
+    report = chute.load([str(path)], "t", target=server_url)
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert rows(server_url, "SELECT id, d2 FROM t ORDER BY id") == [["1", "x1"], ["2", "given"]]
+    told = chute.load([str(path)], "u", target=server_url, options=chute.LoadOptions(method="server-parse"))
+    assert any("d2" in n for n in told.notes), told.notes  # asked for: the note names the column

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from chute.formats import FileFormat
-from chute.load.serverparse import uncompressed_size
+from chute.load.sizing import uncompressed_size
 from chute.nativecompress import NativeCompressor, pipelined
 from chute.units import Unit
 
