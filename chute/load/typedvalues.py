@@ -72,6 +72,9 @@ def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
         in_range = f"{ident} BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
         return wrapped("Date32", f"if({in_range}, toDate({ident}), NULL)")
     if inner.startswith("DateTime") and not inner.startswith("DateTime64"):
+        # Read to the nanosecond: a timestamp with a fraction of a second does not fit (a read as
+        # DateTime64(0) would have cut the fraction off before any check).
         in_range = f"toUnixTimestamp64Second({ident}) BETWEEN 0 AND 4294967295"
-        return wrapped(f"DateTime64(0{tz_arg})", f"if({in_range}, toDateTime({ident}{tz_arg}), NULL)")
+        whole = f"toUnixTimestamp64Nano({ident}) % 1000000000 = 0"
+        return wrapped(f"DateTime64(9{tz_arg})", f"if({in_range} AND {whole}, toDateTime({ident}{tz_arg}), NULL)")
     return None

@@ -120,7 +120,7 @@ def test_a_typed_file_whose_rows_all_do_not_fit_fails_and_loads_once_fixed(tmp_p
 
 CLEAN = (
     "SELECT number AS id, (number * 7)::Int64 AS v, (number / 3)::Float64 AS f, toDecimal64(number / 4, 4) AS dec, "
-    "toDateTime64('2024-03-10 01:30:00.123', 3, 'UTC') + number * 3600 AS ts, ts AS ts2, "
+    "toDateTime64('2024-03-10 01:30:00', 3, 'UTC') + number * 3600 AS ts, ts AS ts2, "
     "toDate32('2024-01-01') + number AS d, toString(toDateTime('2024-05-05 10:00:00', 'UTC') + number) AS sts, "
     "if(number % 3 = 0, NULL, number)::Nullable(Int64) AS nv, nv AS nv2 FROM numbers(1000)"
 )
@@ -183,4 +183,32 @@ def test_an_integer_array_element_that_does_not_fit_is_a_rejected_row(tmp_path: 
         "column a: [300] does not fit Array(UInt8)",
         "column n: [[700]] does not fit Array(Array(Nullable(UInt8)))",
     ]
+    engine.close()
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "Native"])
+def test_a_timestamp_with_a_fraction_of_a_second_does_not_fit_datetime(tmp_path: Path, fmt: str) -> None:
+    data = tmp_path / "in"
+    data.mkdir()
+    path = data / f"a.{fmt.lower()}"
+    stamps = "['2024-01-01 12:00:00.5', '2024-01-01 12:00:00', '2024-01-01 12:00:01']"
+    _write(
+        tmp_path / "writer",
+        path,
+        f"SELECT number AS id, toDateTime64({stamps}[number + 1], 6, 'UTC') AS ts FROM numbers(3)",
+        fmt,
+    )
+    dest = str(tmp_path / "db")
+    engine = open_engine(dest)
+    engine.execute(f"CREATE TABLE t (id UInt64, ts DateTime('UTC'), {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    engine.close()
+    report = chute.load([str(path)], table="t", target=dest)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 1), report.files
+    engine = open_engine(dest)
+    assert engine.rows("SELECT id, toString(ts) AS ts FROM t ORDER BY id") == [
+        {"id": 1, "ts": "2024-01-01 12:00:00"},
+        {"id": 2, "ts": "2024-01-01 12:00:01"},
+    ]
+    (error,) = [r["error"] for r in engine.rows("SELECT error FROM t_rejects")]
+    assert error.startswith("column ts: 2024-01-01 12:00:00.5") and "DateTime" in error
     engine.close()
