@@ -72,7 +72,7 @@ class Books:
         Distributed table a node of its first shard (every worker, through any node, then
         keeps one set of books)."""
         if self._target is None:
-            self._target = self.entry.books_target(self.table)
+            self._target = self.entry.books_target(self.table, self.given_cluster)
         return self._target
 
     def placement(self) -> tuple[str, str, str]:

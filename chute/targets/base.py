@@ -170,9 +170,9 @@ class Target(Protocol):
         """(rows, bytes on disk) of a table (of all its shards' tables, for a Distributed one)."""
         ...
 
-    def books_target(self, table: TableName) -> Target:
+    def books_target(self, table: TableName, cluster: str | None = None) -> Target:
         """Where chute keeps the books of loads into `table`: this target, or for a Distributed
-        table a node of its first shard."""
+        table (or one not made yet that `cluster` will hold) a node of its first shard."""
         ...
 
     def settle(self, table: TableName) -> None:

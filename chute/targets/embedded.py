@@ -191,7 +191,7 @@ class EmbeddedTarget:
     def table_stats(self, table: TableName) -> tuple[int, int]:
         return Stage.stats(self, table)
 
-    def books_target(self, table: TableName) -> EmbeddedTarget:
+    def books_target(self, table: TableName, cluster: str | None = None) -> EmbeddedTarget:
         return self
 
     def settle(self, table: TableName) -> None:

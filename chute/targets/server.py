@@ -1,9 +1,8 @@
 """A ClickHouse server over HTTP, any version from 18.16 to current.
 
 The embedded engine (in memory) reads each file, casts every column to the
-server table's exact type, adds provenance and emits Native; chute compresses
-it with ClickHouse's own ZSTD framing and streams it to `INSERT ... FORMAT
-Native` over several connections. Memory stays bounded: one block at a time.
+server table's exact type, adds provenance and emits Native; chute compresses it with ZSTD
+(ClickHouse's framing) and streams it to `INSERT ... FORMAT Native`, one block at a time.
 
 Files the server parses itself are POSTed as they are (`chute.targets.rawpost`);
 a Distributed table's rows go to a node of each shard (`chute.targets.sharding`).
@@ -27,7 +26,8 @@ from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, sources_filter
-from chute.targets.cluster import Shard, ShardLayout, wait_for_replicas
+from chute.targets.cluster import Shard, ShardLayout, shard_layout, wait_for_replicas
+from chute.targets.engines import DistributedEngine
 from chute.targets.gate import StreamGate
 from chute.targets.mutations import wait_for_mutations
 from chute.targets.rawpost import passes_through, post_file, server_settings
@@ -464,9 +464,12 @@ class ServerTarget:
             return self.shards.stats(layout)
         return Stage.stats(self, table, table_totals=self._caps.table_totals)
 
-    def books_target(self, table: TableName) -> ServerTarget:
+    def books_target(self, table: TableName, cluster: str | None = None) -> ServerTarget:
         layout = self.layout(table)
-        return self if layout is None else self.shards.books_target(layout)
+        if layout is None and cluster is not None and self.table_columns(table) is None:
+            # To be made ON CLUSTER by this load: its books on the first shard, where all look.
+            layout = shard_layout(self.rows, table, DistributedEngine(cluster, "", f"{table.table}_local", None))
+        return self if layout is None or not layout.shards else self.shards.books_target(layout)
 
     def settle(self, table: TableName) -> None:
         """Wait until every replica of the table (of each shard's table) has fetched the rows."""

@@ -264,3 +264,23 @@ def test_random_key_spreads_batches_over_shards(cluster: ClickHouseCluster, db: 
     assert report.ok and report.rows_loaded == report.table_rows == 8 * ROWS
     shards = [_n(cluster.node(i), "SELECT count() FROM ev_local", db) for i in (0, 2)]
     assert sum(shards) == 8 * ROWS and min(shards) > 0, shards
+
+
+def test_a_table_made_through_another_shard_keeps_its_books_on_the_first(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path
+) -> None:
+    """--cluster through a node of shard 2: the books were made there (the table did not exist
+    yet, so its first shard was not known), while every later load through another node looked
+    for them on shard 1, found none and loaded every file again (each row twice)."""
+    data = _files(tmp_path / "data", 4)
+    options = chute.LoadOptions(cluster="c2x2", shard_by="cityHash64(id)", nodes=tuple(_nodes(cluster)))
+    second = next(n for n in cluster if n.shard == 2)
+    first = chute.load(str(data), "ev", second.target_url(db), options)
+    assert first.ok and first.rows_loaded == 4 * ROWS, first.files
+    for node in cluster:
+        again = chute.load(str(data), "ev", node.target_url(db), chute.LoadOptions(nodes=tuple(_nodes(cluster))))
+        assert again.ok and again.rows_loaded == 0, (node.index, again.files)
+    assert _n(cluster.node(0), "SELECT count() FROM ev", db) == 4 * ROWS
+    assert _n(cluster.node(0), "SELECT uniqExact(id) FROM ev", db) == 4 * ROWS
+    shard_one = next(n for n in cluster if n.shard == 1)
+    assert _n(shard_one, "SELECT uniqExact(unit) FROM _chute_ledger WHERE state = 'done'", db) == 4
