@@ -37,7 +37,7 @@ from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import DATABASE_SCHEMES, SourceOptions, open_source, source_scheme
-from chute.sql import TableName, expression
+from chute.sql import TableName, expression, quote_ident, quote_str
 from chute.targets import is_server, open_target
 from chute.targets.base import Target
 
@@ -85,6 +85,8 @@ def load(
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
     say_doing(f"loading {table_name}")
+    if opts.cluster is not None and table_name.database:
+        _cluster_database(tgt, table_name.database, opts.cluster)
     ledger = Ledger(tgt, table_name, Books(tgt, table_name, opts.cluster))
     has_ledger = ledger.exists()
     if not has_ledger and ledger.books.replicated:
@@ -175,6 +177,18 @@ def _check_applies(opts: LoadOptions, scheme: str, server: bool) -> None:
     ):
         if said:
             raise UsageError(f"{flag} needs a server target (--target http(s)://host:port); the target is a directory")
+
+
+def _cluster_database(tgt: Target, database: str, cluster: str) -> None:
+    """The table's database on every node of the cluster, where this one lacks it: the books
+    are made `ON CLUSTER` in it before the table is."""
+    known = tgt.rows(f"SELECT count() AS n FROM system.databases WHERE name = {quote_str(database)}")
+    if not int(known[0]["n"]):
+        tgt.notes.append(f"database {database} did not exist: created on every node of {cluster}")
+        tgt.execute(
+            f"CREATE DATABASE IF NOT EXISTS {quote_ident(database)} ON CLUSTER {quote_ident(cluster)}",
+            {"distributed_ddl_task_timeout": 30},
+        )
 
 
 def _table_name(table: str) -> TableName:

@@ -284,3 +284,20 @@ def test_a_table_made_through_another_shard_keeps_its_books_on_the_first(
     assert _n(cluster.node(0), "SELECT uniqExact(id) FROM ev", db) == 4 * ROWS
     shard_one = next(n for n in cluster if n.shard == 1)
     assert _n(shard_one, "SELECT uniqExact(unit) FROM _chute_ledger WHERE state = 'done'", db) == 4
+
+
+def test_cluster_makes_a_missing_database_on_every_node(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """--table newdb.ev with --cluster: the books are made ON CLUSTER in the table's database
+    before the table is, so the database is made on every node first."""
+    data = _files(tmp_path / "data", 2)
+    newdb = f"{db}_made"
+    options = chute.LoadOptions(cluster="c2x2", shard_by="cityHash64(id)", nodes=tuple(_nodes(cluster)))
+    try:
+        report = chute.load(str(data), f"{newdb}.ev", cluster.node(0).target_url(db), options)
+        assert report.ok and report.rows_loaded == 2 * ROWS, report.files
+        assert any(n.startswith(f"database {newdb} did not exist") for n in report.notes), report.notes
+        for node in cluster:
+            assert node.query(f"SELECT count() FROM system.databases WHERE name = '{newdb}'").strip() == "1"
+        assert _n(cluster.node(3), f"SELECT count() FROM {newdb}.ev", db) == 2 * ROWS
+    finally:
+        cluster.node(0).query(f"DROP DATABASE IF EXISTS {newdb} ON CLUSTER c2x2")
