@@ -192,6 +192,10 @@ class Shards:
             known = self._peers.get((cluster, shard.num))
             if known is not None:
                 return known
+            # Another replica found before (the one in use failed and was forgotten): that one.
+            for probe, num in self._probed.items():
+                if probe[2] == cluster and num == shard.num and probe in self._nodes:
+                    return self._peers.setdefault((cluster, num), self._nodes[probe])
             errors = []
             for address in self._candidates(layout):
                 probe = (address.host, address.port, cluster)

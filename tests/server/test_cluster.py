@@ -9,6 +9,7 @@ works in a database of its own.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -301,3 +302,31 @@ def test_cluster_makes_a_missing_database_on_every_node(cluster: ClickHouseClust
         assert _n(cluster.node(3), f"SELECT count() FROM {newdb}.ev", db) == 2 * ROWS
     finally:
         cluster.node(0).query(f"DROP DATABASE IF EXISTS {newdb} ON CLUSTER c2x2")
+
+
+def test_a_replica_that_dies_mid_load_gives_way_to_the_other(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node writing shard 2 dies after the first batch: the next batches go to the other
+    replica of shard 2 (found when the shard's nodes were first asked). Before, the failed node
+    was forgotten but the other one, asked already, was never taken: every later batch failed."""
+    loader_module = importlib.import_module("chute.load.loader")
+    _distributed(cluster, db, "ev", "c2x2", "cityHash64(id)")
+    data = _files(tmp_path / "data", 6)
+    original = loader_module.done
+    killed: list[int] = []
+
+    def done_then_kill(*args: object, **kwargs: object) -> None:
+        original(*args, **kwargs)  # type: ignore[arg-type]
+        if not killed:
+            killed.append(2)
+            cluster.node(2).kill()  # (the first node of shard 2 in --node order: the one in use)
+
+    monkeypatch.setattr(loader_module, "done", done_then_kill)
+    options = chute.LoadOptions(nodes=tuple(_nodes(cluster)), batch_files=1)
+    report = chute.load(str(data), "ev", cluster.node(0).target_url(db), options)
+    assert killed
+    failed = [f for f in report.files if f.state == "failed"]
+    assert len(failed) <= 1, [f.error for f in failed]  # (at most the batch on its way when the node died)
+    loaded = sum(f.rows_loaded for f in report.files)
+    assert _n(cluster.node(3), "SELECT count() FROM ev", db) == loaded == (6 - len(failed)) * ROWS
