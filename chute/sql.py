@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 from chute.errors import UsageError
 
@@ -77,9 +77,10 @@ class TableName:
         return hash((self.database, self.table))
 
 
-def _top_level(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+def _top_level(text: str, start: int = 0, comments: bool = False) -> Generator[tuple[int, int], None, str]:
     """(position, bracket depth before it) of each character of `text` outside quotes
-    ('...', `...`, "..."; backslash escapes), from `start`."""
+    ('...', `...`, "..."; backslash escapes), from `start`; with `comments`, outside comments
+    too (`--`, `#` to the line's end, `/* */`). Returns the quote left open at the end ('' for none)."""
     depth, quote, i = 0, "", start
     while i < len(text):
         ch = text[i]
@@ -90,6 +91,12 @@ def _top_level(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
                 quote = ""
         elif ch in "'`\"":
             quote = ch
+        elif comments and text.startswith(("--", "/*", "#"), i):
+            end = text.find("*/", i + 2) + 2 if ch == "/" else text.find("\n", i)
+            if end < i:
+                return ""  # the comment runs to the end
+            i = end
+            continue
         else:
             yield i, depth
             if ch in "([":
@@ -97,45 +104,27 @@ def _top_level(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
             elif ch in ")]":
                 depth -= 1
         i += 1
+    return quote
 
 
 def _scan(text: str, expression: bool) -> tuple[str | None, int]:
     """What makes `text` more (or less) than one piece of SQL: None, or the first such thing,
-    and the bracket depth at the end. Quotes are ClickHouse's ('...', "...", `...`, backslash
-    escapes). In an expression a comment or `$` is refused too (a heredoc would hide a quote
-    from this scan); in a statement comments are skipped."""
-    depth, quote, i = 0, "", 0
-    while i < len(text):
+    and the bracket depth at the end. In an expression a comment or `$` is refused too (a
+    heredoc would hide a quote from this scan); in a statement comments are skipped."""
+    chars, depth = _top_level(text, comments=not expression), 0
+    while True:
+        try:
+            i, before = next(chars)
+        except StopIteration as end:
+            return (f"an unclosed {end.value}" if end.value else None), depth
         ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'`\"":
-            quote = ch
-        elif ch == ";":
-            return "a ';'", depth
-        elif text.startswith(("--", "/*", "#"), i):
-            if expression:
-                return "a comment", depth
-            end = text.find("*/", i + 2) + 2 if ch == "/" else text.find("\n", i)
-            if end < i:
-                return None, depth  # the comment runs to the end
-            i = end
-            continue
-        elif ch == "$" and expression:
-            return "a '$'", depth
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-            if depth < 0:
-                return f"an unmatched {ch!r}", depth
-        i += 1
-    if quote:
-        return f"an unclosed {quote}", depth
-    return None, depth
+        if ch == ";":
+            return "a ';'", before
+        if expression and (ch == "$" or text.startswith(("--", "/*", "#"), i)):
+            return ("a '$'" if ch == "$" else "a comment"), before
+        depth = before + (ch in "([") - (ch in ")]")
+        if depth < 0:
+            return f"an unmatched {ch!r}", depth
 
 
 def expression(text: str, option: str) -> str:
