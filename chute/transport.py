@@ -18,7 +18,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +230,40 @@ class HttpClient:
     ) -> list[dict[str, Any]]:
         text = self.query(sql + " FORMAT JSONEachRow", settings, context)
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def stream(
+        self, sql: str, settings: Mapping[str, str | int | float] | None = None, context: str = ""
+    ) -> Iterator[bytes]:
+        """A query's output as it comes, in pieces of up to 1 MiB, not decoded (`compress=1`
+        in `settings`: the server's compressed blocks, as an INSERT with `decompress=1` takes
+        them). The connection is used for this one answer, then closed."""
+        with self._requests_lock:
+            self.requests += 1
+        url = "/?" + urllib.parse.urlencode(self._params(settings))
+        conn = self._connection()
+        context = context or "server query"
+        try:
+            if conn.sock is None:
+                conn.connect()
+                assert conn.sock is not None
+                conn.sock.settimeout(self._timeout)
+            conn.request("POST", url, body=sql.encode(), headers={"Authorization": self._auth})
+            response = conn.getresponse()
+            if response.status != 200:
+                text = response.read().decode("utf-8", errors="replace")
+                code, name, message = parse_server_error(text)
+                if code is None:
+                    message = f"HTTP {response.status}: {message[:300]}"
+                raise make_target_error(code, name, self._scrub(message), context)
+            while chunk := response.read1(1 << 20):
+                yield chunk
+        except (http.client.HTTPException, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise TransientTargetError(
+                self._scrub(f"{context}: reading from {self.address.display}: {reason}")
+            ) from None
+        finally:
+            conn.close()
 
     def insert(
         self,

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
+from chute.cli.copy import copy_command
 from chute.cli.export import export_command
 from chute.cli.inspect import status_command
 from chute.cli.load import load_command
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return design_command(args)
         if args.command == "export":
             return export_command(args)
+        if args.command == "copy":
+            return copy_command(args)
         if args.command == "time-queries":
             return time_queries_command(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
