@@ -100,6 +100,8 @@ IDLE_SECONDS = 2.0
 theirs after `keep_alive_timeout` (3 s by default on 18.16), and a request sent on a
 connection the server is closing would fail."""
 CONNECT_SECONDS = 10.0
+STREAM_PIECE = 1 << 18
+"""What `stream` hands on at a time (http.client's read1 gave nothing of an 18.16 chunked answer)."""
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -234,7 +236,7 @@ class HttpClient:
     def stream(
         self, sql: str, settings: Mapping[str, str | int | float] | None = None, context: str = ""
     ) -> Iterator[bytes]:
-        """A query's output as it comes, in pieces of up to 1 MiB, not decoded (`compress=1`
+        """A query's output as it comes, in pieces of STREAM_PIECE, not decoded (`compress=1`
         in `settings`: the server's compressed blocks, as an INSERT with `decompress=1` takes
         them). The connection is used for this one answer, then closed."""
         with self._requests_lock:
@@ -255,7 +257,7 @@ class HttpClient:
                 if code is None:
                     message = f"HTTP {response.status}: {message[:300]}"
                 raise make_target_error(code, name, self._scrub(message), context)
-            while chunk := response.read1(1 << 20):
+            while chunk := response.read(STREAM_PIECE):
                 yield chunk
         except (http.client.HTTPException, OSError) as exc:
             reason = str(exc) or type(exc).__name__

@@ -66,7 +66,7 @@ def copy(
     report.notes.extend(mapped.notes)
     columns = _check_or_plan_table(facts, mapped, existing, dst_table, report)
     units = list_units(src, src_table, facts, opts.partitions, opts.where, opts.rows_per_range)
-    report.method, report.method_reason = choose(opts.method, src, dst, same)
+    report.method, report.method_reason = choose(opts.method, src, dst, same, columns)
     mover = Mover(src, dst, src_table, columns, mapped.source_types, report.method)
     ledger = Ledger(dst, dst_table, Books(dst, dst_table))
     copier = Copier(src, dst, src_table, dst_table, columns, mapped.source_types, mover, ledger, opts)

@@ -8,7 +8,8 @@
   blocks, as the server sends them with `compress=1`) into the destination's
   `INSERT ... FORMAT Native` (`decompress=1`) as it comes, never decoding a
   row. An embedded source's blocks come from the engine and are compressed
-  here. Works between a server and a server, and from the embedded database to
+  here (zstd), as are an 18.16 source's: its compressed answers under 1 MiB
+  come out empty (see Capabilities.compressed_output). Works between a server and a server, and from the embedded database to
   a server; into the embedded database, streaming is what its pull does.
 - local: both ends are the same embedded database: one INSERT ... SELECT.
 
@@ -86,7 +87,12 @@ class Mover:
         """The source's compressed Native blocks of a unit, as they come."""
         select = self.select(where)
         if isinstance(self.source, ServerTarget):
-            yield from self.source.client.stream(f"{select} FORMAT Native", {"compress": 1}, context)
+            query = f"{select} FORMAT Native"
+            if self.source.capabilities.compressed_output:
+                yield from self.source.client.stream(query, {"compress": 1}, context)
+                return
+            plain = ((memoryview(chunk), None) for chunk in self.source.client.stream(query, None, context))
+            yield from pipelined(plain, NativeCompressor())
             return
         settings = conversion_settings({}, 1, self.dest.capabilities.low_cardinality)
         views = self.source.engine.stream_views(select, "Native", settings, context)
@@ -124,7 +130,26 @@ def scrubbed(exc: ChuteError, source: Target) -> ChuteError:
     return type(exc)(text, code=exc.code, name=exc.name)
 
 
-def choose(asked: str, source: Target, dest: Target, same: bool) -> tuple[str, str]:
+STRUCTURE_PARSER = (20, 1, 0)
+"""From here on, url()'s structure is taken as SQL types. 18.16 splits it at every comma and
+blank (measured: `Decimal(18, 4)`, `Enum8('a' = 1, 'b' = 2)`, `Tuple(UInt8, String)` fail even
+written without blanks); versions in between are not verified, so they stream too."""
+
+
+def _unreadable_structure(dest: Target, columns: Sequence[Column]) -> str | None:
+    """Why a server destination's url() cannot take these columns' structure (None: it can)."""
+    if dest.capabilities.version >= STRUCTURE_PARSER:
+        return None
+    odd = [c for c in columns if re.search(r"[\s,]", c.type) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", c.name)]
+    if not odd:
+        return None
+    return (
+        f"server {dest.capabilities.version_text}'s url() cannot read a column like "
+        f"{odd[0].name} {odd[0].type} (it splits types at commas and blanks)"
+    )
+
+
+def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequence[Column] = ()) -> tuple[str, str]:
     """(method, why) for the ends: what was asked where it can run, else the fastest that can."""
     if asked not in METHODS:
         raise UsageError(f"unknown --method {asked!r}: use one of {', '.join(METHODS)}")
@@ -140,14 +165,14 @@ def choose(asked: str, source: Target, dest: Target, same: bool) -> tuple[str, s
         return "stream", "the source is embedded: chute streams its Native blocks to the destination"
     if asked == "stream":
         return "stream", "asked (--method stream)"
-    reach = _reaches(source, dest)
+    reach = _unreadable_structure(dest, columns) or _reaches(source, dest)
     if reach is None:
         return "pull", ("asked (--method pull)" if asked == "pull" else "the destination reaches the source") + (
             ": it reads the source itself, no row crosses chute"
         )
     if asked == "pull":
         raise UsageError(f"--method pull: the destination cannot read the source: {reach}")
-    return "stream", f"the destination cannot reach the source ({reach}): chute streams the rows"
+    return "stream", f"the destination cannot pull: {reach}; chute streams the rows"
 
 
 def _reaches(source: Target, dest: Target) -> str | None:
