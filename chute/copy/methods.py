@@ -9,8 +9,9 @@
   `INSERT ... FORMAT Native` (`decompress=1`) as it comes, never decoding a
   row. An embedded source's blocks come from the engine and are compressed
   here (zstd), as are an 18.16 source's: its compressed answers under 1 MiB
-  come out empty (see Capabilities.compressed_output). Works between a server and a server, and from the embedded database to
-  a server; into the embedded database, streaming is what its pull does.
+  come out empty (see Capabilities.compressed_output). Works between two
+  servers, and from the embedded database to a server; into the embedded
+  database, streaming is what its pull does.
 - local: both ends are the same embedded database: one INSERT ... SELECT.
 
 The source's columns are cast to the destination's types in the source's own
