@@ -83,7 +83,7 @@ def hash_arg(expr: str, type_sql: str) -> str:
         return expr
     if type_sql.startswith("LowCardinality(") and type_sql.endswith(")"):
         inner = type_sql[len("LowCardinality(") : -1]
-        return hash_arg(f"CAST({expr} AS {quote_str(inner)})", inner)
+        return hash_arg(f"CAST({expr}, {quote_str(inner)})", inner)
     if type_sql.startswith("Nullable(") and type_sql.endswith(")"):
         inner = type_sql[len("Nullable(") : -1]
         value = hash_arg(f"assumeNotNull({expr})", inner)
@@ -101,7 +101,7 @@ def checksum_sql(columns: Sequence[Column], source_types: Sequence[str] | None =
     for i, column in enumerate(columns):
         expr = quote_ident(column.name)
         if source_types is not None and source_types[i] != column.type:
-            expr = f"CAST({expr} AS {quote_str(column.type)})"
+            expr = f"CAST({expr}, {quote_str(column.type)})"
         args.append(hash_arg(expr, column.type))
     return f"sum(cityHash64({', '.join(args)}))"
 

@@ -61,7 +61,7 @@ class Mover:
         items = []
         for column, source_type in zip(self.columns, self.source_types, strict=True):
             name = quote_ident(column.name)
-            items.append(name if source_type == column.type else f"CAST({name} AS {quote_str(column.type)}) AS {name}")
+            items.append(name if source_type == column.type else f"CAST({name}, {quote_str(column.type)}) AS {name}")
         return f"SELECT {', '.join(items)} FROM {self.table.sql} WHERE {where}"
 
     def write(self, where: str, stage: TableName, context: str) -> None:

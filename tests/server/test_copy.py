@@ -17,7 +17,7 @@ import pytest
 import chute
 from chute.copy import CopyOptions, copy
 from chute.copy.methods import Mover
-from chute.engine import close_engines
+from chute.engine import close_engines, open_engine
 from chute.errors import SchemaError
 
 from ..harness import servers
@@ -257,3 +257,27 @@ def test_kill_9_then_the_same_command_gives_an_equal_table(ends: tuple[str, str]
 def test_public_name(ends: tuple[str, str]) -> None:
     source, dest = ends
     assert chute.copy("src", source, dest, chute.CopyOptions(partitions=("202403",))).rows_copied > 0
+
+
+def test_newer_types_from_the_embedded_engine_into_18_16(ends: tuple[str, str], tmp_path: Path) -> None:
+    _, dest = ends
+    local = str(tmp_path / "db")
+    engine = open_engine(local)
+    engine.execute(
+        "CREATE TABLE modern (id UInt64, day Date, name LowCardinality(String), at DateTime64(3, 'UTC'), "
+        "flag Bool, v Nullable(Decimal(20, 3)), u UUID, tags Array(LowCardinality(String))) "
+        "ENGINE = MergeTree PARTITION BY toYYYYMM(day) ORDER BY id"
+    )
+    engine.execute(
+        "INSERT INTO modern SELECT number, toDate('2025-01-01') + number % 60, toString(number % 7), "
+        "toDateTime64('2025-01-01 00:00:00.123', 3, 'UTC') + number, number % 2, if(number % 3 = 0, NULL, number / 8), "
+        "generateUUIDv4(), [toString(number % 3)] FROM numbers(5000)"
+    )
+    report = copy("modern", local, dest)
+    assert report.ok and len(report.copied) == 3, [u.reason for u in report.failed]
+    assert any("DateTime64" in n for n in report.notes)
+    types = servers.server_query(dest, "SELECT name, type FROM system.columns WHERE table = 'modern' FORMAT TSV")
+    assert "at\tString" in types and "flag\tUInt8" in types and "name\tString" in types
+    # Each copied value as 26.9 writes it as text: the same text on 18.16.
+    assert servers.server_query(dest, "SELECT at FROM modern WHERE id = 1") == "2025-01-01 00:00:01.123\n"
+    close_engines()
