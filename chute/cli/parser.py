@@ -340,7 +340,9 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
     c.add_argument(
         "--dry-run", action="store_true", help="list the partitions, rows, sizes and the method; write nothing"
     )
-    c.add_argument("--workers", type=int, help="partitions copied at once (default 2)")
+    c.add_argument(
+        "--workers", type=int, help="partitions copied at once (default 4 into a server, 2 into an embedded database)"
+    )
     c.add_argument("--tries", type=int, default=3, help="copies of a partition whose figures differ before it fails")
     c.add_argument("--from-password-file", metavar="FILE", help="file holding the source server's password")
     c.add_argument("--to-password-file", metavar="FILE", help="file holding the destination server's password")

@@ -22,7 +22,7 @@ class CopyOptions:
     method: str = "auto"
     dry_run: bool = False
     workers: int | None = None
-    """Units copied at once (default: 2)."""
+    """Units copied at once (default: 4 into a server, 2 into the embedded database)."""
     tries: int = 3
     """Copies of a unit whose figures differ (a source written meanwhile) before it fails."""
     rows_per_range: int = 2_000_000

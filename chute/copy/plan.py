@@ -45,6 +45,8 @@ class CopyUnit:
     """A digest of the partition's active part names (equal: the rows did not change)."""
     key_range: tuple[str, str] | None = None
     """For a range unit: its condition (on either table) and a description."""
+    partition_filter: str = "1"
+    """The rows of its partition (without --where): what a stage shared by units holds of it."""
 
     @property
     def replaces_partition(self) -> bool:
@@ -93,9 +95,8 @@ def list_units(
         if not facts.partitioned:
             units.extend(_ranges(source, table, facts, f"{base}#{pid}", rows, size, sig, where, rows_per_range))
             continue
-        units.append(
-            CopyUnit(f"{base}#{pid}", pid, value, _and(_partition_filter(facts, value), where), rows, size, sig)
-        )
+        own = _partition_filter(facts, value)
+        units.append(CopyUnit(f"{base}#{pid}", pid, value, _and(own, where), rows, size, sig, partition_filter=own))
     if wanted:
         known = {u.partition_id for u in units} | {u.partition.strip("'") for u in units} | {u.partition for u in units}
         unknown = [w for w in wanted if w not in known]
