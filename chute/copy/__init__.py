@@ -17,7 +17,7 @@ from collections.abc import Callable
 from chute.copy.copier import Copier
 from chute.copy.methods import METHODS, Mover, choose
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
-from chute.copy.plan import CopyUnit, list_units
+from chute.copy.plan import CopyUnit, dest_partitions, list_units
 from chute.copy.tables import (
     Mapped,
     TableFacts,
@@ -71,7 +71,8 @@ def copy(
     ledger = Ledger(dst, dst_table, Books(dst, dst_table))
     copier = Copier(src, dst, src_table, dst_table, columns, mapped.source_types, mover, ledger, opts)
     entries = ledger.latest([u.key for u in units]) if existing is not None and ledger.exists() else {}
-    todo, skipped = copier.sort_out(units, entries)
+    held = dest_partitions(dst, dst_table) if entries else {}
+    todo, skipped = copier.sort_out(units, entries, held)
     report.units.extend(skipped)
     if opts.dry_run:
         report.units.extend(_planned(u) for u in todo)

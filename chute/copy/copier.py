@@ -102,10 +102,12 @@ class Copier:
     # -- what to copy ---------------------------------------------------------
 
     def sort_out(
-        self, units: list[CopyUnit], entries: dict[str, LedgerEntry]
+        self, units: list[CopyUnit], entries: dict[str, LedgerEntry], held: dict[str, int]
     ) -> tuple[list[CopyUnit], list[UnitResult]]:
         """The units to copy, and those unchanged since their copy (skipped). A unit whose parts
-        changed is measured: the same figures as recorded (a merge) keep it skipped."""
+        changed is measured: the same figures as recorded (a merge) keep it skipped. A partition
+        the destination no longer holds as copied (`held`: its rows per partition; dropped,
+        truncated) is copied again."""
         todo: list[CopyUnit] = []
         skipped: list[UnitResult] = []
         refreshed: list[tuple[CopyUnit, Figures]] = []
@@ -116,6 +118,9 @@ class Copier:
                 todo.append(unit)
                 continue
             figures, signature = was
+            if unit.replaces_partition and held.get(unit.partition_id, 0) != figures.rows:
+                todo.append(unit)
+                continue
             if signature != unit.signature or not unit.signature:
                 now = self.source_figures(unit)
                 if now != figures:

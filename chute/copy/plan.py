@@ -185,3 +185,13 @@ def grid(lo: int, hi: int, count: int) -> list[tuple[int | None, int | None]]:
     bounds: list[int | None] = [None, *edges]
     ends: list[int | None] = [*edges, None]
     return list(zip(bounds, ends, strict=True))
+
+
+def dest_partitions(dest: Target, table: TableName) -> dict[str, int]:
+    """Rows per partition id of the destination table (from its parts: no row read)."""
+    found = dest.rows(
+        "SELECT partition_id, toString(sum(rows)) AS rows FROM system.parts "
+        f"WHERE active AND database = {_database(table)} AND table = {quote_str(table.table)} GROUP BY partition_id",
+        context=f"listing the partitions of {table}",
+    )
+    return {str(r["partition_id"]): int(r["rows"]) for r in found}

@@ -79,6 +79,10 @@ def test_server_to_server_equal_then_nothing_to_do(ends: tuple[str, str]) -> Non
     servers.server_query(source, "OPTIMIZE TABLE src FINAL")
     merged = copy("src", source, dest)
     assert not merged.copied and len(merged.skipped) == 6
+    # A partition dropped in the destination after its copy: copied again.
+    servers.server_query(dest, "ALTER TABLE src DROP PARTITION 202402")
+    dropped = copy("src", source, dest)
+    assert [u.partition for u in dropped.copied] == ["202402"] and dump(dest, "src") == dump(source, "src")
 
 
 def test_pull_where_the_destination_reads_the_source(ends: tuple[str, str]) -> None:
