@@ -23,6 +23,8 @@ def copy_command(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         workers=args.workers,
         tries=args.tries,
+        cluster=args.cluster,
+        nodes=tuple(args.node or ()),
         source_password_file=args.from_password_file,
         dest_password_file=args.to_password_file,
         insecure=args.insecure,

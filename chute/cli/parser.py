@@ -344,6 +344,18 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
         "--workers", type=int, help="partitions copied at once (default 4 into a server, 2 into an embedded database)"
     )
     c.add_argument("--tries", type=int, default=3, help="copies of a partition whose figures differ before it fails")
+    c.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="the destination's cluster (one shard of replicas): a missing table is made on every node, replicated",
+    )
+    c.add_argument(
+        "--node",
+        action="append",
+        metavar="URL",
+        help="a node of the source's cluster, http(s)://host:port (repeatable): where a Distributed source's "
+        "shards are listed (default: the cluster's hosts at the source's port)",
+    )
     c.add_argument("--from-password-file", metavar="FILE", help="file holding the source server's password")
     c.add_argument("--to-password-file", metavar="FILE", help="file holding the destination server's password")
     c.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https ends)")

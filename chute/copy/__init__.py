@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 
+from chute.copy.cluster import CLUSTER_DDL_SETTINGS, check_cluster, sharded_source
 from chute.copy.copier import Copier
 from chute.copy.methods import METHODS, Mover, choose
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
@@ -60,15 +61,22 @@ def copy(
     if same and src_table == dst_table:
         raise UsageError(f"the source and the destination are the same table {src_table}: give another --as")
     facts = source_facts(src, src_table)
+    part_sources = None
+    if facts.engine == "Distributed":
+        facts, part_sources = sharded_source(src, src_table, facts)
+    if opts.cluster is not None:
+        check_cluster(dst, opts.cluster)
+        if dst_table.database is None:  # (ON CLUSTER names the database on every node)
+            dst_table = TableName(str(dst.rows("SELECT currentDatabase() AS d")[0]["d"]), dst_table.table)
     mapped = mapped_columns(facts, dst)
     existing = read_facts(dst, dst_table)
     report = CopyReport(src.display_name, dst.display_name, str(src_table), str(dst_table), dry_run=opts.dry_run)
     report.notes.extend(mapped.notes)
-    columns = _check_or_plan_table(facts, mapped, existing, dst_table, report)
-    units = list_units(src, src_table, facts, opts.partitions, opts.where, opts.rows_per_range)
+    columns = _check_or_plan_table(facts, mapped, existing, dst_table, report, opts.cluster)
+    units = list_units(src, src_table, facts, opts.partitions, opts.where, opts.rows_per_range, part_sources)
     report.method, report.method_reason = choose(opts.method, src, dst, same, columns)
     mover = Mover(src, dst, src_table, columns, mapped.source_types, report.method)
-    ledger = Ledger(dst, dst_table, Books(dst, dst_table))
+    ledger = Ledger(dst, dst_table, Books(dst, dst_table, opts.cluster))
     copier = Copier(src, dst, src_table, dst_table, columns, mapped.source_types, mover, ledger, opts)
     entries = ledger.latest([u.key for u in units]) if existing is not None and ledger.exists() else {}
     held = dest_partitions(dst, dst_table) if entries else {}
@@ -80,7 +88,7 @@ def copy(
         report.seconds = time.monotonic() - started
         return report
     if existing is None:
-        _create(dst, dst_table, report)
+        _create(dst, dst_table, report, opts.cluster)
         if on_ddl is not None:
             on_ddl(report.ddl)
     ledger.ensure()
@@ -104,27 +112,38 @@ def _open_ends(source: str, dest: str, opts: CopyOptions) -> tuple[Target, Targe
             "both ends are embedded directories, and one process opens one: copy through a server, "
             "or chute export then chute load"
         )
-    src = open_target(source, opts.source_password_file, opts.insecure, existing=True)
+    src = open_target(source, opts.source_password_file, opts.insecure, nodes=opts.nodes, existing=True)
     if embedded:
         return src, src, True
     return src, open_target(dest, opts.dest_password_file, opts.insecure), False
 
 
 def _check_or_plan_table(
-    facts: TableFacts, mapped: Mapped, existing: TableFacts | None, dst_table: TableName, report: CopyReport
+    facts: TableFacts,
+    mapped: Mapped,
+    existing: TableFacts | None,
+    dst_table: TableName,
+    report: CopyReport,
+    cluster: str | None,
 ) -> list[Column]:
     """The destination's columns: an existing table's (checked), else those of the DDL made."""
     if existing is not None:
         check_dest(facts, mapped, existing, dst_table)
         return dest_types(mapped, existing)
-    report.ddl = create_sql(facts, mapped, dst_table)
+    report.ddl = create_sql(facts, mapped, dst_table, cluster)
     return mapped.columns
 
 
-def _create(dst: Target, table: TableName, report: CopyReport) -> None:
+def _create(dst: Target, table: TableName, report: CopyReport, cluster: str | None) -> None:
+    settings = CLUSTER_DDL_SETTINGS if cluster is not None else None
     if table.database:
-        dst.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(table.database)}", context="creating the database")
-    dst.execute(report.ddl, context=f"creating {table}")
+        on_cluster = f" ON CLUSTER {quote_ident(cluster)}" if cluster is not None else ""
+        dst.execute(
+            f"CREATE DATABASE IF NOT EXISTS {quote_ident(table.database)}{on_cluster}",
+            settings,
+            context="creating the database",
+        )
+    dst.execute(report.ddl, settings, context=f"creating {table}")
     report.created_table = True
 
 

@@ -27,6 +27,11 @@ class CopyOptions:
     """Copies of a unit whose figures differ (a source written meanwhile) before it fails."""
     rows_per_range: int = 2_000_000
     """A table without partitions is cut into key ranges of about this many rows."""
+    cluster: str | None = None
+    """The destination's cluster (one shard): a missing table is made ON CLUSTER, replicated."""
+    nodes: tuple[str, ...] = ()
+    """Nodes of the source's cluster, http(s)://host:port: where a Distributed source's shards
+    are listed (default: the cluster's hosts at the source's port)."""
     source_password_file: str | None = None
     dest_password_file: str | None = None
     insecure: bool = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from chute.copy.tables import TableFacts
 from chute.errors import UsageError
@@ -68,8 +69,11 @@ def list_units(
     wanted: tuple[str, ...],
     where: str | None,
     rows_per_range: int,
+    part_sources: list[tuple[str, Target, TableName]] | None = None,
 ) -> list[CopyUnit]:
-    """The units to look at: every partition (those in `wanted` only, where given)."""
+    """The units to look at: every partition (those in `wanted` only, where given). The parts
+    are listed on `part_sources` (for a Distributed source: a node of each shard, its local
+    table; a partition's rows summed over them), else on the source."""
     base = f"{source.display_name}/{table}"
     if where:
         expression(where, "--where")
@@ -79,13 +83,7 @@ def list_units(
         found = source.rows(f"SELECT count() AS n FROM {table.sql}", context=f"counting the rows of {table}")
         rows = int(str(found[0]["n"]))
         return [CopyUnit(f"{base}#all", "all", "all", _and("1", where), rows, 0, "")]
-    parts = source.rows(
-        "SELECT partition_id, any(partition) AS partition, toString(sum(rows)) AS rows, "
-        "toString(sum(bytes_on_disk)) AS bytes, groupArray(name) AS names FROM system.parts "
-        f"WHERE active AND database = {_database(table)} AND table = {quote_str(table.table)} "
-        "GROUP BY partition_id ORDER BY partition_id",
-        context=f"listing the partitions of {table}",
-    )
+    parts = _parts(part_sources or [("", source, table)])
     units: list[CopyUnit] = []
     for part in parts:
         pid, value = str(part["partition_id"]), str(part["partition"])
@@ -103,6 +101,34 @@ def list_units(
         if unknown:
             raise UsageError(f"no partition {', '.join(unknown)} in {table} (see chute copy --dry-run)")
     return units
+
+
+def _parts(part_sources: list[tuple[str, Target, TableName]]) -> list[dict[str, Any]]:
+    """Partitions with their rows, bytes and part names (tagged by where they were listed)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for tag, node, table in part_sources:
+        found = node.rows(
+            "SELECT partition_id, any(partition) AS partition, toString(sum(rows)) AS rows, "
+            "toString(sum(bytes_on_disk)) AS bytes, groupArray(name) AS names FROM system.parts "
+            f"WHERE active AND database = {_database(table)} AND table = {quote_str(table.table)} "
+            "GROUP BY partition_id",
+            context=f"listing the partitions of {table} on {node.display_name}",
+        )
+        for row in found:
+            into = merged.setdefault(
+                str(row["partition_id"]),
+                {
+                    "partition_id": row["partition_id"],
+                    "partition": row["partition"],
+                    "rows": 0,
+                    "bytes": 0,
+                    "names": [],
+                },
+            )
+            into["rows"] += int(row["rows"])
+            into["bytes"] += int(row["bytes"])
+            into["names"].extend(tag + str(n) for n in row["names"])
+    return [merged[k] for k in sorted(merged)]
 
 
 def _and(condition: str, where: str | None) -> str:

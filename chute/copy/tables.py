@@ -18,7 +18,7 @@ from chute.errors import SchemaError, SourceError, UsageError
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
-from chute.targets.engines import unreplicated
+from chute.targets.engines import replicated, unreplicated
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,10 @@ def dest_types(mapped: Mapped, dest: TableFacts) -> list[Column]:
     return [Column(c.name, have.get(c.name, c.type)) for c in mapped.columns]
 
 
-def create_sql(source: TableFacts, mapped: Mapped, table: TableName) -> str:
-    """CREATE TABLE for the destination: the source's columns (mapped) and engine clause."""
+def create_sql(source: TableFacts, mapped: Mapped, table: TableName, cluster: str | None = None) -> str:
+    """CREATE TABLE for the destination: the source's columns (mapped) and engine clause; with
+    `cluster`, ON CLUSTER as a replicated table at `/clickhouse/tables/{shard}/<db>/<table>`
+    (`table` names its database)."""
     if not source.merge_tree:
         raise UsageError(
             f"the source is a {source.engine} table: create the destination table first "
@@ -161,5 +163,12 @@ def create_sql(source: TableFacts, mapped: Mapped, table: TableName) -> str:
             line += f" COMMENT {quote_str(column.comment)}"
         lines.append(line)
     engine = unreplicated(source.engine_full) or source.engine_full
+    on_cluster = ""
+    if cluster is not None:
+        path = f"/clickhouse/tables/{{shard}}/{table.database}/{table.table}"
+        made = replicated(engine, path, "{replica}")
+        if made is None:
+            raise UsageError(f"--cluster: cannot make a replicated table of the engine {engine!r}")
+        engine, on_cluster = made, f" ON CLUSTER {quote_ident(cluster)}"
     body = ",\n    ".join(lines)
-    return f"CREATE TABLE IF NOT EXISTS {table.sql}\n(\n    {body}\n)\nENGINE = {engine}"
+    return f"CREATE TABLE IF NOT EXISTS {table.sql}{on_cluster}\n(\n    {body}\n)\nENGINE = {engine}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from chute.sql import closing_bracket, split_top
+from chute.sql import closing_bracket, quote_str, split_top
 
 _HEAD = re.compile(r"^\s*(\w+)\s*")
 
@@ -49,6 +49,19 @@ def unreplicated(engine_full: str) -> str | None:
     # Without arguments the server took its default path (newer servers): nothing to drop.
     kept = args[2:] if len(args) >= 2 else []
     return f"{name.removeprefix('Replicated')}({', '.join(kept)}) {rest.strip()}".strip()
+
+
+def replicated(engine_full: str, path: str, replica: str) -> str | None:
+    """The ENGINE clause of a `*MergeTree` table made replicated at the ZooKeeper `path` with
+    `replica` (its other parameters and clauses kept); None for another engine."""
+    found = _call(engine_full)
+    if found is None or not found[0].endswith("MergeTree"):
+        return None
+    name, args, rest = found
+    if name.startswith("Replicated"):
+        name, args = name.removeprefix("Replicated"), args[2:]
+    quoted = [quote_str(path), quote_str(replica), *args]
+    return f"Replicated{name}({', '.join(quoted)}) {rest.strip()}".strip()
 
 
 @dataclass(frozen=True)
