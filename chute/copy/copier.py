@@ -145,16 +145,15 @@ class Copier:
         # made and dropped per unit. Not where a cast may give the rows other partition ids.
         shares = any(u.replaces_partition for u in todo) and self.columns_as_source
         context = "copying into a stage"
+        # (merges of the stage's parts would take cores from the copy: they move on whole)
+        sync = not self.dest.is_server
+        stage = Stage(self.dest, self.dest_table, context, drop_sync=sync, hold_merges=True) if shares else None
         with (
-            (
-                Stage(self.dest, self.dest_table, context, drop_sync=not self.dest.is_server)
-                if shares
-                else contextlib.nullcontext()
-            ) as shared,
+            stage or contextlib.nullcontext(),
             ThreadPoolExecutor(workers) as pool,
             ThreadPoolExecutor(workers) as self.measures,
         ):
-            self.shared = shared.table if isinstance(shared, Stage) else None
+            self.shared = stage.table if stage is not None else None
             try:
                 for result in pool.map(self.copy_unit, todo):
                     report.units.append(result)
