@@ -13,7 +13,9 @@ measured equal across versions) is copied from one server to the other:
     its bytes sent to the destination against the source's own compressed
     Native of the same partitions (`compress=1`); goal <= 1.05x.
 
-Runs are interleaved; each copies into a fresh table.
+Runs are interleaved; each copies into a fresh table. CPU seconds of both
+servers and of this process are printed too: on a busy machine they show the
+work each method costs, whatever the wall clock says.
 
     python bench/bench_copy.py [--rows 2000000] [--repeat 3]
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -120,17 +123,19 @@ def _run(src: ClickHouseServer, dst: ClickHouseServer, args: argparse.Namespace)
         "chute copy --method stream, verified": chute_copy("stream"),
     }
     walls: dict[str, list[float]] = {k: [] for k in methods}
+    cpus: dict[str, list[float]] = {k: [] for k in methods}
     for _ in range(args.repeat):
         for name, fn in methods.items():
-            t = time.perf_counter()
+            c, t = _servers_cpu(src, dst) + _own_cpu(), time.perf_counter()
             fn()
             walls[name].append(time.perf_counter() - t)
+            cpus[name].append(_servers_cpu(src, dst) + _own_cpu() - c)
     base = median(walls[next(iter(methods))])
     print_table(
-        ["method", "seconds", "x baseline", "rows/s", "runs"],
+        ["method", "seconds", "x baseline", "CPU s (servers + chute)", "rows/s", "runs"],
         [
-            [name, f"{median(w):.3f}", f"{median(w) / base:.2f}", f"{args.rows / median(w):,.0f}",
-             " ".join(f"{x:.2f}" for x in w)]
+            [name, f"{median(w):.3f}", f"{median(w) / base:.2f}", f"{median(cpus[name]):.2f}",
+             f"{args.rows / median(w):,.0f}", " ".join(f"{x:.2f}" for x in w)]
             for name, w in walls.items()
         ],
     )  # fmt: skip
@@ -149,7 +154,8 @@ def _run(src: ClickHouseServer, dst: ClickHouseServer, args: argparse.Namespace)
         {
             "rows": args.rows,
             "partitions": len(partitions),
-            "seconds": {k: v for k, v in walls.items()},
+            "seconds": dict(walls),
+            "cpu_seconds": dict(cpus),
             "ratio_time": ratio_time,
             "wire_bytes": wire,
             "source_native_bytes": native,
@@ -157,6 +163,21 @@ def _run(src: ClickHouseServer, dst: ClickHouseServer, args: argparse.Namespace)
         },
     )
     return 0
+
+
+def _servers_cpu(*nodes: ClickHouseServer) -> float:
+    """CPU seconds (user + system) the servers used so far: the work, whatever else runs on the machine."""
+    total = 0.0
+    for node in nodes:
+        assert node.process is not None
+        fields = Path(f"/proc/{node.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _source_native_bytes(source: str, partitions: list[str]) -> int:
