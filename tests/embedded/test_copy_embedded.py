@@ -42,3 +42,28 @@ def test_ends_it_refuses(target: str, tmp_path: Path) -> None:
         copy("src", target, str(tmp_path / "other"))
     with pytest.raises(UsageError, match="no database at"):
         copy("src", str(tmp_path / "missing"), "http://127.0.0.1:1/db")
+
+
+def test_progress_bar_counts_partitions_rows_and_bytes(target: str) -> None:
+    import io
+
+    from rich.console import Console
+
+    from chute.progress import Progress
+
+    engine = open_engine(target)
+    engine.execute("CREATE TABLE src (id UInt64, day Date) ENGINE = MergeTree PARTITION BY toYYYYMM(day) ORDER BY id")
+    engine.execute("INSERT INTO src SELECT number, toDate('2025-01-01') + number % 60 FROM numbers(6000)")
+    shown: list[str] = []
+    screen = Console(file=io.StringIO(), width=200)
+    with Progress(True, Console(file=io.StringIO(), width=200), label="copying", unit="partitions") as bar:
+
+        def update(done: int, total: int, rows: int, size: int) -> None:
+            bar.update(done, rows, size)
+            with screen.capture() as captured:
+                screen.print(bar.render())
+            shown.append(captured.get())
+
+        copy("src", target, target, CopyOptions(dest_table="dst", workers=1), progress=update, on_plan=bar.start)
+    assert len(shown) == 3 and "copying" in shown[0] and "/3 partitions" in shown[0]
+    assert "3/3 partitions" in shown[-1] and "6,000 rows" in shown[-1]
