@@ -95,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         told = isinstance(exc, (UsageError, SourceError)) or exc.code in USER_ERROR_CODES
         return _fail(str(exc), EXIT_USAGE if told else EXIT_FAILED, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
-        message = "interrupted; re-run the same command to finish the load"
+        job = "copy" if args.command == "copy" else "load"
+        message = f"interrupted; re-run the same command to finish the {job}"
         _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
 
