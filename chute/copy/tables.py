@@ -18,7 +18,7 @@ from chute.errors import SchemaError, SourceError, UsageError
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
-from chute.targets.engines import replicated, unreplicated
+from chute.targets.engines import extended_syntax, replicated, unreplicated
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,9 @@ def create_sql(source: TableFacts, mapped: Mapped, table: TableName, cluster: st
         if column.comment:
             line += f" COMMENT {quote_str(column.comment)}"
         lines.append(line)
-    engine = unreplicated(source.engine_full) or source.engine_full
+    # (an 18.16 table of the old syntax, `MergeTree(d, k, 8192)`: current engines refuse it)
+    engine = extended_syntax(source.engine_full, source.partition_key, source.sorting_key)
+    engine = unreplicated(engine) or engine
     on_cluster = ""
     if cluster is not None:
         path = f"/clickhouse/tables/{{shard}}/{table.database}/{table.table}"

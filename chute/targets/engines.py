@@ -64,6 +64,32 @@ def replicated(engine_full: str, path: str, replica: str) -> str | None:
     return f"Replicated{name}({', '.join(quoted)}) {rest.strip()}".strip()
 
 
+def extended_syntax(engine_full: str, partition_key: str, sorting_key: str) -> str:
+    """A `*MergeTree(date, [sample,] key, granularity[, params])` clause (the syntax of old
+    servers, which current engines refuse) in the extended syntax: the same engine and
+    parameters, PARTITION BY, ORDER BY, SAMPLE BY and index_granularity. Any other clause as it is."""
+    found = _call(engine_full)
+    if found is None or not found[0].endswith("MergeTree") or "ORDER BY" in found[2].upper():
+        return engine_full
+    name, args, rest = found
+    if name.startswith("Replicated"):
+        args = args[2:]
+    at = next((i for i, a in enumerate(args) if a.strip().isdigit()), None)
+    if at is None or at < 2:
+        return engine_full
+    sample = args[1] if at == 3 else None
+    clause = f"{name}({', '.join(args[at + 1 :])})"
+    if name.startswith("Replicated"):
+        clause = f"{name}({', '.join([*found[1][:2], *args[at + 1 :]])})"
+    if partition_key:
+        clause += f" PARTITION BY {partition_key}"
+    order = sorting_key or args[at - 1]
+    clause += f" ORDER BY ({order})" if len(split_args(order)) > 1 else f" ORDER BY {order}"
+    if sample:
+        clause += f" SAMPLE BY {sample}"
+    return f"{clause} SETTINGS index_granularity = {args[at].strip()} {rest.strip()}".strip()
+
+
 @dataclass(frozen=True)
 class DistributedEngine:
     """What `Distributed(cluster, database, table[, sharding_key[, policy]])` names."""

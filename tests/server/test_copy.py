@@ -285,3 +285,16 @@ def test_newer_types_from_the_embedded_engine_into_18_16(ends: tuple[str, str], 
     # Each copied value as 26.9 writes it as text: the same text on 18.16.
     assert servers.server_query(dest, "SELECT at FROM modern WHERE id = 1") == "2025-01-01 00:00:01.123\n"
     close_engines()
+
+
+def test_old_syntax_table_into_the_embedded_engine(ends: tuple[str, str], tmp_path: Path) -> None:
+    source, _ = ends
+    servers.server_query(source, "CREATE TABLE old (d Date, k UInt32, s String) ENGINE = MergeTree(d, (k, s), 8192)")
+    servers.server_query(
+        source, "INSERT INTO old SELECT toDate('2024-01-01') + number % 40, number, 'x' FROM numbers(900)"
+    )
+    local = str(tmp_path / "db")
+    report = copy("old", source, local)
+    assert report.ok and len(report.copied) == 2
+    assert "PARTITION BY toYYYYMM(d) ORDER BY (k, s) SETTINGS index_granularity = 8192" in report.ddl
+    close_engines()

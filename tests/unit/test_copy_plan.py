@@ -91,3 +91,20 @@ def test_an_existing_table_that_differs_is_named_column_by_column() -> None:
     other_key = TableFacts(same.columns, "MergeTree", "", "toDate(ts)", "id")
     with pytest.raises(SchemaError, match="partitioned by toDate"):
         check_dest(SOURCE, mapped, other_key, TableName(None, "t"))
+
+
+def test_old_merge_tree_syntax_in_the_extended_one() -> None:
+    from chute.targets.engines import extended_syntax
+
+    assert extended_syntax("MergeTree(d, k, 8192)", "toYYYYMM(d)", "k") == (
+        "MergeTree() PARTITION BY toYYYYMM(d) ORDER BY k SETTINGS index_granularity = 8192"
+    )
+    assert extended_syntax("MergeTree(d, intHash32(u), (k, intHash32(u)), 8192)", "toYYYYMM(d)", "k, intHash32(u)") == (
+        "MergeTree() PARTITION BY toYYYYMM(d) ORDER BY (k, intHash32(u)) SAMPLE BY intHash32(u) "
+        "SETTINGS index_granularity = 8192"
+    )
+    assert extended_syntax("ReplacingMergeTree(d, (k, s), 8192, ver)", "toYYYYMM(d)", "k, s").startswith(
+        "ReplacingMergeTree(ver) PARTITION BY toYYYYMM(d) ORDER BY (k, s)"
+    )
+    modern = "MergeTree PARTITION BY x ORDER BY k SETTINGS index_granularity = 8192"
+    assert extended_syntax(modern, "x", "k") == modern
