@@ -18,7 +18,7 @@ import chute
 from chute.copy import CopyOptions, copy
 from chute.copy.methods import Mover
 from chute.engine import close_engines, open_engine
-from chute.errors import SchemaError
+from chute.errors import SchemaError, UsageError
 
 from ..harness import servers
 
@@ -298,3 +298,19 @@ def test_old_syntax_table_into_the_embedded_engine(ends: tuple[str, str], tmp_pa
     assert report.ok and len(report.copied) == 2
     assert "PARTITION BY toYYYYMM(d) ORDER BY (k, s) SETTINGS index_granularity = 8192" in report.ddl
     close_engines()
+
+
+def test_where_and_partitions_choose_the_rows(ends: tuple[str, str]) -> None:
+    source, dest = ends
+    even = CopyOptions(where="id % 2 = 0", partitions=("202401", "202402"))
+    report = copy("src", source, dest, even)
+    assert report.ok and len(report.copied) == 2
+    expected = servers.server_query(
+        source, "SELECT * FROM src WHERE id % 2 = 0 AND toYYYYMM(ts) IN (202401, 202402) ORDER BY id FORMAT TSV"
+    )
+    assert dump(dest, "src") == expected
+    assert not copy("src", source, dest, even).copied
+    with pytest.raises(UsageError, match="no partition 209912"):
+        copy("src", source, dest, CopyOptions(partitions=("209912",)))
+    with pytest.raises(UsageError, match="--where must be one SQL expression"):
+        copy("src", source, dest, CopyOptions(where="1; DROP TABLE src"))
