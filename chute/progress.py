@@ -17,8 +17,11 @@ from chute.report import human_bytes
 
 
 class Progress:
-    def __init__(self, enabled: bool, console: Any = None) -> None:
+    def __init__(self, enabled: bool, console: Any = None, label: str = "loading", unit: str = "files") -> None:
         self.enabled = enabled
+        self.label = label
+        self.unit = unit
+        """What the bar counts: files (a load), partitions (a copy)."""
         self._console = console
         """A rich Console to draw on (default: one on stderr)."""
         self._bar: Any = None
@@ -46,17 +49,21 @@ class Progress:
         self._files, self._total = files, total_bytes
         self._started = time.monotonic()
         self._bar = RichProgress(
-            TextColumn("[bold]loading"),
+            TextColumn(f"[bold]{self.label}"),
             BarColumn(),
             DownloadColumn(binary_units=True),
             TextColumn("{task.fields[rate]}"),
-            TextColumn("{task.fields[files]} files, {task.fields[rows]} rows"),
+            TextColumn("{task.fields[files]} " + self.unit + ", {task.fields[rows]} rows"),
             TextColumn("{task.fields[eta]}"),
             console=self._console or Console(file=sys.stderr),
             transient=True,
         )
         self._task = self._bar.add_task("load", total=total_bytes, files=f"0/{files}", rows="0", rate="", eta="")
         self._bar.start()
+
+    @property
+    def started(self) -> bool:
+        return self._bar is not None
 
     def update(self, files_done: int, rows: int, bytes_done: int) -> None:
         if self._bar is None:
