@@ -379,7 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     results["load_end"] = os.getloadavg()
     print_goals(results)
-    print(f"\nload average at the end {load()}; results: {save_results('honest', results)}")
+    # One file per kind of run, so that a P11-only run does not overwrite the sets' figures.
+    parts = [*[n for n in args.sets.split(",") if n], *([] if args.skip_p11 else ["p11"])]
+    name = "honest" if parts == ["dumps", "streams", "p11"] else "honest-" + "-".join(parts)
+    print(f"\nload average at the end {load()}; results: {save_results(name, results)}")
     return 0
 
 
