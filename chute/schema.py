@@ -106,8 +106,36 @@ def describe(
     settings: dict[str, str | int | float] = {**INFERENCE_SETTINGS, **(format_settings or {}), **TRIMMED_FOR_INFERENCE}
     if sample_rows is not None:
         settings["input_format_max_rows_to_read_for_schema_inference"] = sample_rows
-    rows = engine.rows(f"DESCRIBE {table_expression}", settings=settings, context=context)
-    return [Column(r["name"], r["type"]) for r in rows]
+    hints: list[str] = []
+    while True:
+        if hints:
+            settings["schema_inference_hints"] = ", ".join(hints)
+        try:
+            rows = engine.rows(f"DESCRIBE {table_expression}", settings=settings, context=context)
+        except ChuteError as exc:
+            column = _signed_and_unsigned(str(exc))
+            if column is None or len(hints) >= MAX_INFERENCE_HINTS or any(h.startswith(column) for h in hints):
+                raise
+            hints.append(f"{column} Int128")
+            continue
+        return [Column(r["name"], r["type"]) for r in rows]
+
+
+MAX_INFERENCE_HINTS = 64
+_MIXED_SIGN = re.compile(
+    r"Automatically defined type U?Int64 for column '((?:[^'\\]|\\.)*)' in row \d+ differs from type "
+    r"defined by previous rows: U?Int64"
+)
+
+
+def _signed_and_unsigned(message: str) -> str | None:
+    """The column (quoted) whose integers the engine's inference found both as Int64 and as
+    UInt64 (a value past 2^63 beside small ones): it fails to merge the two instead of widening
+    them. Such a column is inferred Int128 (a hint), which holds both."""
+    match = _MIXED_SIGN.search(message)
+    if match is None:
+        return None
+    return quote_ident(match.group(1).replace("\\'", "'"))
 
 
 def table_columns(rows: RowsQuery, table: TableName, ordered: bool = True) -> list[Column] | None:
