@@ -53,7 +53,7 @@ def test_a_mistyped_option_is_one_line_with_a_guess(tmp_path: Path) -> None:
     assert typo.returncode == 2
     assert typo.stderr == "chute: error: unknown option --tabel (did you mean --table?)\n"
     command = run("lod", "x")
-    assert command.returncode == 2 and command.stderr == "chute: error: unknown command 'lod' (did you mean load?)\n"
+    assert command.returncode == 2 and command.stderr == "chute: error: unknown command lod; did you mean load?\n"
     status = run("status", "--jsn")
     assert status.returncode == 2 and status.stderr == "chute: error: unknown option --jsn (did you mean --json?)\n"
     abbreviated = run("status", "--tab", "t", "--target", str(tmp_path / "db"))  # parsed: on to the target
