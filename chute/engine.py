@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,58 @@ def _import_engine() -> Any:
     return chdb
 
 
+ProgressListener = Callable[[int, Mapping[str, int]], None]
+"""Told (a connection's number, the engine's progress of its running statement: `read_rows`,
+`read_bytes`, `total_bytes_to_read`, ...) about ten times a second, from the thread that runs it."""
+
+_listener: ProgressListener | None = None
+
+
+@contextlib.contextmanager
+def engine_progress(listener: ProgressListener) -> Iterator[None]:
+    """While open, every statement of this process's engine tells `listener` how far it has
+    read: a batch of files is one statement, so this is how a bar moves within a batch."""
+    global _listener
+    _listener = listener
+    for engine in list(_engines.values()):
+        engine.watch(True)
+    try:
+        yield
+    finally:
+        _listener = None
+        for engine in list(_engines.values()):
+            engine.watch(False)
+
+
+@contextlib.contextmanager
+def _no_terminal_stderr() -> Iterator[None]:
+    """The engine rings the terminal bell (BEL on stderr) after a statement of 5 s or more when
+    stderr is a terminal, as its client does (`--chime`, not settable through a connection);
+    it decides when a connection starts. Each connection starts with stderr elsewhere, so no
+    bell reaches the user's terminal from a long batch."""
+    try:
+        tty = os.isatty(2)
+    except OSError:
+        tty = False
+    if not tty:
+        yield
+        return
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _connect(chdb: Any, target: str) -> Any:
+    with _no_terminal_stderr():
+        return chdb.connect(target)
+
+
 @dataclass(frozen=True)
 class StatementResult:
     rows_written: int
@@ -111,7 +163,7 @@ class Engine:
                 # A config file is read once, when the first connection starts the engine.
                 config = os.path.abspath(config_file) if config_file else None
                 with _globless_cwd():
-                    self._conn = chdb.connect(f"{path}?config-file={config}" if config else path)
+                    self._conn = _connect(chdb, f"{path}?config-file={config}" if config else path)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()
@@ -119,6 +171,8 @@ class Engine:
             Engine._open_path = path
         self._local = threading.local()
         self._extra: list[Any] = []
+        if _listener is not None:
+            self.watch(True)
 
     def _connection(self) -> Any:
         """A connection per thread: chDB runs one statement per connection."""
@@ -129,10 +183,21 @@ class Engine:
             else:
                 import chdb
 
-                conn = chdb.connect(self.path)
+                conn = _connect(chdb, self.path)
                 self._extra.append(conn)
+                if _listener is not None:
+                    _listen(conn, len(self._extra))
             self._local.conn = conn
         return conn
+
+    def watch(self, on: bool) -> None:
+        """Send the progress of this engine's statements to the listener (or stop)."""
+        for number, conn in enumerate([self._conn, *self._extra]):
+            if on:
+                _listen(conn, number)
+            else:
+                with contextlib.suppress(Exception):
+                    conn.set_progress_callback(None)
 
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         """Run a statement that returns no rows (DDL, INSERT, DELETE)."""
@@ -202,6 +267,17 @@ class Engine:
             self._holder = None
         if _engines.get(self.path) is self:
             del _engines[self.path]
+
+
+def _listen(conn: Any, number: int) -> None:
+    def forward(payload: Mapping[str, int]) -> None:
+        listener = _listener
+        if listener is not None:
+            with contextlib.suppress(Exception):  # a drawing error must not fail a load
+                listener(number, payload)
+
+    with contextlib.suppress(Exception):  # (an engine without progress callbacks: no live bar)
+        conn.set_progress_callback(forward)
 
 
 LOCK_FILE = ".chute-lock"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
+from chute.engine import engine_progress
 from chute.errors import AttachedLate, ChuteError, NotText, ShardUnavailable, SourceError
 from chute.formats import refuse_unreadable
 from chute.load.careful_pass import CarefulPass
@@ -184,7 +185,10 @@ class Loader:
         def one(batch: list[Unit]) -> None:
             progress.add(self._one(batch, plan))
 
-        with ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext():
+        with (
+            ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext(),
+            engine_progress(progress.live) if ctx.progress else contextlib.nullcontext(),
+        ):
             try:
                 if self.sharing is not None:
                     found = rotated(found)
@@ -351,18 +355,48 @@ class Loader:
 
 
 class _Progress:
-    """Units settled so far, told to the progress callback after each batch (from any thread)."""
+    """Units settled so far, and how far the engine has read the batches under way, told to
+    the progress callback after each batch and about ten times a second within one."""
 
     def __init__(self, ctx: LoadContext, plan: Plan) -> None:
         self.ctx = ctx
         self.plan = plan
         self.done: list[Unit] = []
         self.lock = threading.Lock()
+        self.settled_rows = 0
+        self.settled_bytes = 0
+        self.reading: dict[int, tuple[int, int]] = {}
+        """Per engine connection: (bytes, rows) its statement has read of the files it reads."""
+        self.told = (0, 0)
+        self.total = sum(u.size for u in plan.load)
 
     def add(self, units: list[Unit]) -> None:
         with self.lock:
             self.done.extend(units)
-            if self.ctx.progress:
-                loaded = [self.plan.results[u.key] for u in self.done]
-                rows = sum(r.rows_loaded for r in loaded)
-                self.ctx.progress(len(self.done), rows, sum(u.size for u in self.done))
+            loaded = [self.plan.results[u.key] for u in self.done]
+            self.settled_rows = sum(r.rows_loaded for r in loaded)
+            self.settled_bytes = sum(u.size for u in self.done)
+            self.reading.clear()
+            self._tell()
+
+    def live(self, connection: int, payload: Mapping[str, int]) -> None:
+        """The engine's progress of a statement. Only reads of files count (their total bytes
+        are known; reads of tables are the books and counts), each capped at its files' size
+        (a compressed file's read bytes can pass it)."""
+        total = int(payload.get("total_bytes_to_read", 0))
+        if total <= 0:
+            return
+        with self.lock:
+            self.reading[connection] = (min(int(payload.get("read_bytes", 0)), total), int(payload.get("read_rows", 0)))
+            self._tell()
+
+    def _tell(self) -> None:
+        """Never backwards: a batch's reading gives way to its settled figures."""
+        if not self.ctx.progress:
+            return
+        total = self.total
+        live_bytes = self.settled_bytes + sum(b for b, _ in self.reading.values())
+        live_rows = self.settled_rows + sum(r for _, r in self.reading.values())
+        told_bytes, told_rows = self.told
+        self.told = (max(told_bytes, min(live_bytes, total)), max(told_rows, live_rows))
+        self.ctx.progress(len(self.done), self.told[1], self.told[0])
