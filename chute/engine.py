@@ -6,6 +6,7 @@ share it and may run statements at the same time from different threads.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import json
@@ -145,28 +146,42 @@ class Engine:
     _lock = threading.Lock()
     _open_path: str | None = None
 
-    def __init__(self, path: str, config_file: str | None = None) -> None:
+    def __init__(self, path: str, config_file: str | None = None, reading: bool = False) -> None:
         chdb = _import_engine()
         self.path = path
         self._holder: DirectoryLock | None = None
+        self._view: ReadOnlyView | None = None
+        self._connect_to = path
+        """What each connection opens: the directory, or a read-only view of it."""
         if path != MEMORY:
-            _check_writable(path)
+            try:
+                _check_writable(path)
+            except TargetError:
+                if not reading or not os.path.isdir(path):
+                    raise
+                self._view = ReadOnlyView(path)  # a directory one may read but not write
+                self._connect_to = self._view.connect_to
         with Engine._lock:
             if Engine._open_path not in (None, path):
                 raise UsageError(
                     f"this process already uses the embedded database {Engine._open_path!r}; "
                     "chDB holds one database directory per process"
                 )
-            if path != MEMORY:
+            if path != MEMORY and self._view is None:
                 self._holder = DirectoryLock.take(path)
             try:
                 # A config file is read once, when the first connection starts the engine.
                 config = os.path.abspath(config_file) if config_file else None
+                target = self._connect_to
+                if config:
+                    target += ("&" if "?" in target else "?") + f"config-file={config}"
                 with _globless_cwd():
-                    self._conn = _connect(chdb, f"{path}?config-file={config}" if config else path)
+                    self._conn = _connect(chdb, target)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()
+                if self._view is not None:
+                    self._view.remove()
                 raise translate_engine_error(exc, f"cannot open embedded database {path}") from exc
             Engine._open_path = path
         self._local = threading.local()
@@ -183,7 +198,7 @@ class Engine:
             else:
                 import chdb
 
-                conn = _connect(chdb, self.path)
+                conn = _connect(chdb, self._connect_to)
                 self._extra.append(conn)
                 if _listener is not None:
                     _listen(conn, len(self._extra))
@@ -198,6 +213,11 @@ class Engine:
             else:
                 with contextlib.suppress(Exception):
                     conn.set_progress_callback(None)
+
+    @property
+    def read_only(self) -> bool:
+        """Opened for reading only (the directory cannot be written): writes are refused."""
+        return self._view is not None
 
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         """Run a statement that returns no rows (DDL, INSERT, DELETE)."""
@@ -265,6 +285,9 @@ class Engine:
         if self._holder is not None:
             self._holder.release()
             self._holder = None
+        if self._view is not None:
+            self._view.remove()
+            self._view = None
         if _engines.get(self.path) is self:
             del _engines[self.path]
 
@@ -362,6 +385,30 @@ def _check_writable(path: str) -> None:
         raise TargetError(f"cannot write to the embedded database {path}: {exc.strerror}") from None
 
 
+class ReadOnlyView:
+    """A database directory that cannot be written (a read-only mount, another user's files),
+    opened for reading. The engine writes a `status` file and temporary files into the
+    directory it opens even to read, so it opens a scratch directory instead whose entries
+    link to the database's own (tables, data, metadata), in its read-only mode."""
+
+    SKIPPED = frozenset({"status", "tmp", LOCK_FILE})
+
+    def __init__(self, path: str) -> None:
+        import tempfile
+
+        self.directory = tempfile.mkdtemp(prefix="chute-read-only-")
+        atexit.register(self.remove)  # (the command ends without closing its engine)
+        for name in os.listdir(path):
+            if name not in self.SKIPPED and not name.startswith(".chute-probe-"):
+                os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(self.directory, name))
+        self.connect_to = f"{self.directory}?mode=ro"
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 _engines: dict[str, Engine] = {}
 
 
@@ -376,11 +423,12 @@ def shared_engine() -> Engine:
     return next(iter(_engines.values()), None) or open_engine(MEMORY)
 
 
-def open_engine(path: str, config_file: str | None = None) -> Engine:
+def open_engine(path: str, config_file: str | None = None, reading: bool = False) -> Engine:
     """The engine for a directory (or MEMORY), shared by every call in this process.
 
     With `config_file` (chDB's server-style XML, e.g. to keep a query log) the
-    engine is started afresh with it."""
+    engine is started afresh with it. `reading`: the caller only reads, so a directory
+    that cannot be written is opened read-only instead of refused."""
     real = path if path == MEMORY else os.path.abspath(path)
     if config_file is not None:
         close_engines()
@@ -390,6 +438,6 @@ def open_engine(path: str, config_file: str | None = None) -> Engine:
             for old in list(_engines.values()):
                 old.close()
             _engines.clear()
-        engine = Engine(real, config_file)
+        engine = Engine(real, config_file, reading)
         _engines[real] = engine
     return engine

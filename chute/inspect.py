@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chute.errors import TargetError, UsageError
 from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
 from chute.load.ledger import Ledger
 from chute.sql import TableName, one_statement, quote_str
 from chute.targets import Target, open_target
 from chute.targets.server import ServerTarget
+
+READONLY = 164
 
 
 def status(
@@ -113,4 +116,13 @@ def query(
     """Run SQL in the target and return its output in the ClickHouse format `fmt`. An embedded
     target must hold a database already, or be an empty directory (to make tables in first)."""
     tgt = open_target(target, password_file, insecure, existing=True, empty_ok=True)
-    return tgt.text(one_statement(sql), fmt, context="query failed")
+    try:
+        return tgt.text(one_statement(sql), fmt, context="query failed")
+    except TargetError as exc:
+        engine = getattr(tgt, "engine", None)
+        if exc.code == READONLY and engine is not None and engine.read_only:
+            raise UsageError(
+                f"{tgt.display_name} cannot be written (a read-only mount or another user's files): "
+                "it is open for reading only"
+            ) from None
+        raise

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -25,3 +27,40 @@ def test_a_mistyped_command_is_named_first_even_with_options(tmp_path: Path) -> 
     assert typo.returncode == 2
     assert typo.stderr == "chute: error: unknown command laod; did you mean load?\n"
     assert not (tmp_path / "db").exists()
+
+
+def _read_only_mount_works(directory: Path) -> bool:
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && ! touch "$0/x" 2>/dev/null', str(directory)],
+        capture_output=True,
+    )
+    return probe.returncode == 0
+
+
+MOUNT_READ_ONLY = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+
+
+def on_read_only_mount(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`chute ARGS` with `directory` mounted read-only (in a mount namespace of its own: even root
+    cannot write there, as chmod would not stop it)."""
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", MOUNT_READ_ONLY, str(directory), sys.executable, "-m", "chute.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_read_only_database_can_be_read(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    (tmp_path / "a.csv").write_text("id,name\n1,x\n2,y\n")
+    assert run("load", str(tmp_path / "a.csv"), "--table", "t", "--target", str(db), "--quiet").returncode == 0
+    if not _read_only_mount_works(db):
+        pytest.skip("no read-only bind mount here (unshare -m and mount need CAP_SYS_ADMIN)")
+    status = on_read_only_mount(db, "status", "--target", str(db))
+    assert status.returncode == 0, status.stderr
+    assert "a.csv" in status.stdout and "done" in status.stdout
+    query = on_read_only_mount(db, "query", "SELECT count(), sum(id) FROM t", "--target", str(db))
+    assert query.returncode == 0 and query.stdout == "2\t3\n", query.stderr
+    write = on_read_only_mount(db, "query", "INSERT INTO t (id, name) VALUES (3, 'z')", "--target", str(db))
+    assert write.returncode == 2 and write.stderr.count("\n") == 1 and "open for reading only" in write.stderr
