@@ -64,3 +64,42 @@ def test_a_read_only_database_can_be_read(tmp_path: Path) -> None:
     assert query.returncode == 0 and query.stdout == "2\t3\n", query.stderr
     write = on_read_only_mount(db, "query", "INSERT INTO t (id, name) VALUES (3, 'z')", "--target", str(db))
     assert write.returncode == 2 and write.stderr.count("\n") == 1 and "open for reading only" in write.stderr
+
+
+def test_json_read_as_csv_into_a_new_table_is_the_source_s_fault_in_one_short_line(tmp_path: Path) -> None:
+    import chute
+
+    data = tmp_path / "events.json"
+    data.write_text('{"a": 1, "b": "x"}\n{"a": 2, "b": "y"}\n')
+    db = str(tmp_path / "db")
+    told = run("load", str(data), "--format", "csv", "--table", "t", "--target", db)
+    assert told.returncode == 2, told.stderr
+    line = told.stderr.strip()
+    assert told.stderr.count("\n") == 1 and len(line) <= 160 + len(str(data)), line
+    assert "events.json: cannot be read as CSV" in line and "--format json" in line, line
+    try:
+        chute.load([str(data)], "t", target=db, options=chute.LoadOptions(format="csv"))
+    except chute.ChuteError as exc:
+        assert type(exc) is chute.SourceError, repr(exc)
+    else:
+        raise AssertionError("loaded JSON as CSV")
+
+
+def test_export_of_an_unknown_table_is_a_usage_error(tmp_path: Path) -> None:
+    import chute
+
+    db = str(tmp_path / "db")
+    (tmp_path / "a.csv").write_text("id\n1\n")
+    assert run("load", str(tmp_path / "a.csv"), "--table", "t", "--target", db, "--quiet").returncode == 0
+    told = run("export", "nosuch", str(tmp_path / "out"), "--target", db)
+    assert (
+        told.returncode == 2
+        and told.stderr == f"chute: error: no table nosuch in {db} (chute status lists what is loaded)\n"
+    )
+    assert not (tmp_path / "out").exists()
+    try:
+        chute.export("nosuch", str(tmp_path / "out"), target=db)
+    except chute.ChuteError as exc:
+        assert type(exc) is chute.UsageError, repr(exc)
+    else:
+        raise AssertionError("exported a table that does not exist")
