@@ -34,7 +34,7 @@ from chute.load.sizing import Sizing
 from chute.load.table import SELF_DESCRIBING, TableSetup
 from chute.load.tolerant_pass import TolerantPass
 from chute.load.writer import Writer
-from chute.report import LoadReport
+from chute.report import FileState, LoadReport
 from chute.sql import quote_ident, quote_str
 from chute.units import Unit
 
@@ -144,7 +144,7 @@ class Loader:
             plan.load.remove(unit)
             plan.replace.discard(unit.key)
             result = plan.results[unit.key]
-            result.state = "failed"
+            result.state = FileState.FAILED
             result.error = (
                 "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
                 "old rows cannot be found to replace them; load it into a table with provenance, or delete "

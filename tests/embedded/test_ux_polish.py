@@ -103,3 +103,28 @@ def test_export_of_an_unknown_table_is_a_usage_error(tmp_path: Path) -> None:
         assert type(exc) is chute.UsageError, repr(exc)
     else:
         raise AssertionError("exported a table that does not exist")
+
+
+def test_python_api_names_and_defaults_are_the_cli_s(tmp_path: Path) -> None:
+    import warnings
+
+    import chute
+
+    db = str(tmp_path / "db")
+    (tmp_path / "a.csv").write_text("id,name\n1,x\n2,y\n")
+    report = chute.load([str(tmp_path / "a.csv")], "t", target=db, options=chute.LoadOptions(memory_limit="1GB"))
+    assert report.ok
+    (result,) = report.files
+    assert result.state is chute.FileState.LOADED and result.state == "loaded"
+    assert report.to_dict()["files"][0]["state"] == "loaded"
+    (unit,) = chute.status("t", target=db)
+    assert unit["state"] is chute.UnitState.DONE and unit["state"] == "done"
+    assert chute.query("SELECT id, name FROM t ORDER BY id", target=db, format="TSV") == "1\tx\n2\ty\n"
+    plain = chute.query("SELECT id, name FROM t ORDER BY id", target=db)  # off a terminal: plain TSV
+    assert plain == "1\tx\n2\ty\n", plain
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert chute.query("SELECT count() FROM t", target=db, fmt="CSV") == "2\n"
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    again = chute.load([str(tmp_path / "a.csv")], "t", target=db)
+    assert again.files[0].state is chute.FileState.SKIPPED
