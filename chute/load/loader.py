@@ -235,6 +235,9 @@ class Loader:
     def _precheck(self, unit: Unit, plan: Plan) -> bool:
         """Per-file checks that need no row parsing; a failure marks the unit failed."""
         try:
+            why = self.ctx.source.unreadable(unit)
+            if why:
+                raise SourceError(why)
             if unit.size == 0:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
             refuse_unreadable(unit.key, unit.fmt)

@@ -3,7 +3,9 @@ classes, one unreadable file among many, rejects of an earlier failed attempt.""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +130,37 @@ def test_python_api_names_and_defaults_are_the_cli_s(tmp_path: Path) -> None:
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
     again = chute.load([str(tmp_path / "a.csv")], "t", target=db)
     assert again.files[0].state is chute.FileState.SKIPPED
+
+
+NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search", "--"]
+"""Root without the capabilities that read past file permissions: a mode-000 file is unreadable."""
+
+
+def test_an_unreadable_file_fails_alone_and_the_others_load(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i, name in enumerate(("a", "b", "secret")):
+        (data / f"{name}.csv").write_text(f"id,name\n{i},{name}\n")
+    (data / "secret.csv").chmod(0)
+    os.mkfifo(data / "pipe.csv")  # a reader that opened it would wait forever
+    (data / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
+    if shutil.which("setpriv") is None or subprocess.run([*NO_DAC, "cat", str(data / "secret.csv")]).returncode == 0:
+        pytest.skip("cannot drop the capability to read a mode-000 file here (setpriv)")
+    db = str(tmp_path / "db")
+    done = subprocess.run(
+        [*NO_DAC, sys.executable, "-m", "chute.cli", "load", str(data), "--table", "t", "--target", db, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    states = {Path(f["source"]).name: (f["state"], f["error"]) for f in report["files"]}
+    assert states["a.csv"] == ("loaded", "") and states["b.csv"] == ("loaded", "")
+    assert states["secret.csv"] == ("failed", f"{data / 'secret.csv'}: permission denied")
+    assert states["pipe.csv"] == ("failed", f"{data / 'pipe.csv'}: not a regular file")
+    assert states["nowhere.csv"][0] == "failed" and "No such file" in states["nowhere.csv"][1]
+    assert report["rows_loaded"] == 2
+    (data / "secret.csv").chmod(0o644)
+    again = run("load", str(data), "--table", "t", "--target", db, "--json")
+    assert json.loads(again.stdout)["rows_loaded"] == 1  # the file loads once it can be read
