@@ -261,6 +261,8 @@ class Loader:
         replace = [u for u in batch if u.key in plan.replace]
         if replace and ctx.has_provenance:
             self.commit.remove_rows(replace)
+        elif replace:  # (rows without provenance cannot be found; their rejects can)
+            self.commit.remove_rejects(replace)
         # (A batch of several files into a table without provenance is counted per file too:
         # plan.batches makes one only where the stage can tag the rows.)
         by_source = ctx.fill_provenance or len(batch) > 1

@@ -164,3 +164,22 @@ def test_an_unreadable_file_fails_alone_and_the_others_load(tmp_path: Path) -> N
     (data / "secret.csv").chmod(0o644)
     again = run("load", str(data), "--table", "t", "--target", db, "--json")
     assert json.loads(again.stdout)["rows_loaded"] == 1  # the file loads once it can be read
+
+
+def test_rejects_of_a_failed_attempt_go_when_the_file_loads(tmp_path: Path) -> None:
+    """Into a table without provenance columns too (whose earlier rows cannot be found)."""
+    db = str(tmp_path / "db")
+    (tmp_path / "good.csv").write_text("id,name\n1,a\n2,b\n")
+    semi = tmp_path / "semi.csv"
+    semi.write_text("id;name\n7;g\n8;h\n")
+    for flags in ([], ["--no-provenance"]):
+        table = "t" if not flags else "plain"
+        assert run("load", str(tmp_path / "good.csv"), "--table", table, "--target", db, "-q", *flags).returncode == 0
+        wrong = run("load", str(semi), "--table", table, "--target", db, "--delimiter", ",", "-q")
+        assert wrong.returncode == 1 and "all 3 rows rejected" in wrong.stderr, wrong.stderr
+        rejects = f"SELECT count() FROM {table}_rejects WHERE _source = '{semi}'"
+        assert run("query", rejects, "--target", db).stdout == "3\n"
+        right = run("load", str(semi), "--table", table, "--target", db, "--delimiter", ";", "-q")
+        assert right.returncode == 0, right.stderr
+        assert run("query", rejects, "--target", db).stdout == "0\n", table
+        assert run("query", f"SELECT count() FROM {table}", "--target", db).stdout == "4\n"
