@@ -100,5 +100,5 @@ def generator_main(
     out_dir, n_rows, n_files = args.pop("out_dir"), args.pop("rows"), args.pop("files")
     paths = generate(out_dir, n_rows, n_files, **args)
     total = sum(p.stat().st_size for p in paths)
-    print(f"wrote {len(paths)} files, {n_rows} rows, {total / 1e6:.1f} MB to {out_dir}", file=sys.stderr)
+    print(f"wrote {len(paths)} files, {n_rows} rows, {total / 2**20:.1f} MiB to {out_dir}", file=sys.stderr)
     return 0

@@ -77,3 +77,18 @@ def test_bench_data_is_made_in_the_database_a_bench_already_opened(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["2", "2"]
+
+
+def test_sizes_and_rates_are_in_mib_as_the_report_prints_them(tmp_path: Path) -> None:
+    """One unit system: the demo's generator, chute bench and the report all say MiB."""
+    from chute.bench import HEADERS
+
+    root = Path(__file__).resolve().parents[2]
+    made = subprocess.run(
+        [sys.executable, str(root / "bench" / "gen_streams.py"), str(tmp_path / "d"), "--rows", "1000", "--files", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0 and " MiB to " in made.stderr, made.stderr
+    assert "MiB/s in" in HEADERS and not any(" MB" in h or h.startswith("MB") for h in HEADERS)
