@@ -112,8 +112,13 @@ def _no_terminal_stderr() -> Iterator[None]:
         os.close(null)
 
 
+_stderr_lock = threading.Lock()
+"""One connection starts at a time while stderr is moved: two threads moving it at once
+could leave it pointing nowhere for good."""
+
+
 def _connect(chdb: Any, target: str) -> Any:
-    with _no_terminal_stderr():
+    with _stderr_lock, _no_terminal_stderr():
         return chdb.connect(target)
 
 
