@@ -25,7 +25,8 @@ DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
 DEFAULT_BATCH_FILES = 64
 
 ProgressCallback = Callable[[int, int, int], None]
-"""Called after each batch with (files done, rows loaded so far, bytes done so far)."""
+"""Called with (files done, rows so far, bytes done so far) after each batch and, while one
+loads, about ten times a second with the rows and bytes the engine has read (never backwards)."""
 
 
 def default_memory_limit() -> int:
