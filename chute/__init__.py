@@ -23,10 +23,14 @@ from chute.load import LoadOptions, load
 from chute.report import FileResult, FileState, LoadReport, UnitState
 
 if TYPE_CHECKING:
+    from chute.copy import CopyOptions, CopyReport, copy
     from chute.export import ExportOptions, ExportReport, export
     from chute.timing import TimingReport, time_queries
 
 _LAZY = {
+    "CopyOptions": "chute.copy",
+    "CopyReport": "chute.copy",
+    "copy": "chute.copy",
     "ExportOptions": "chute.export",
     "ExportReport": "chute.export",
     "export": "chute.export",
@@ -46,7 +50,7 @@ def __getattr__(name: str) -> Any:
 
 
 class _Package(types.ModuleType):
-    """`chute.load` and `chute.export` are functions named like their packages: importing the
+    """`chute.load`, `chute.export` and `chute.copy` are functions named like their packages: importing the
     package (`import chute.export`, done by the CLI too) makes Python bind it on `chute` and hide
     the function. The binding is dropped, so `chute.export` and `from chute import export` stay
     the function (the package is still in `sys.modules`)."""
@@ -57,7 +61,7 @@ class _Package(types.ModuleType):
         super().__setattr__(name, value)
 
 
-_FUNCTIONS = frozenset({"load", "export"})
+_FUNCTIONS = frozenset({"load", "export", "copy"})
 sys.modules[__name__].__class__ = _Package
 
 
@@ -65,6 +69,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ChuteError",
+    "CopyOptions",
+    "CopyReport",
     "ExportOptions",
     "ExportReport",
     "FileResult",
@@ -79,6 +85,7 @@ __all__ = [
     "UnitState",
     "UsageError",
     "__version__",
+    "copy",
     "export",
     "load",
     "query",

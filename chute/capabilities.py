@@ -77,6 +77,10 @@ class Capabilities:
     up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
     named Tuple only as a column's whole type ([62] inside Array or Nullable), and an unnamed
     Tuple inside Array is split into Nested columns `a.1`, `a.2` (issue 3840)."""
+    compressed_output: bool
+    """`compress=1` answers are whole (gated at 19.1, not verified on a release in between).
+    Measured on 18.16: an answer under 1 MiB uncompressed (its first buffer never filled) comes
+    out empty, with status 200, so a copy streams its plain Native and compresses it itself."""
 
     @classmethod
     def for_version(cls, text: str) -> Capabilities:
@@ -106,6 +110,7 @@ class Capabilities:
             csv_text_like_engine=v >= (19, 13, 0),
             precise_floats=v >= (26, 7, 0),
             table_totals=v >= (20, 5, 0),
+            compressed_output=v >= (19, 1, 0),
         )
 
     @property

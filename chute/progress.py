@@ -18,8 +18,12 @@ from chute.report import human_bytes
 
 
 class Progress:
-    def __init__(self, enabled: bool, console: Any = None) -> None:
+    def __init__(self, enabled: bool, console: Any = None, label: str = "", unit: str = "files") -> None:
         self.enabled = enabled
+        self.label = label
+        """A word before the bar ("copying"); none for a load, whose line must fit 80 columns."""
+        self.unit = unit
+        """What the bar counts: files (a load), partitions (a copy)."""
         self._console = console
         """A rich Console to draw on (default: one on stderr)."""
         self._bar: Any = None
@@ -52,16 +56,21 @@ class Progress:
             return TextColumn(template, table_column=Column(no_wrap=True))
 
         self._bar = RichProgress(
+            *([TextColumn(f"[bold]{self.label}")] if self.label else []),
             BarColumn(bar_width=12),
             DownloadColumn(binary_units=True, table_column=Column(no_wrap=True)),
             text("{task.fields[rate]}"),
-            text("{task.fields[files]} files, {task.fields[rows]} rows"),
+            text("{task.fields[files]} " + self.unit + ", {task.fields[rows]} rows"),
             text("{task.fields[eta]}"),
             console=self._console or Console(file=sys.stderr),
             transient=True,
         )
         self._task = self._bar.add_task("load", total=total_bytes, files=f"0/{files}", rows="0", rate="", eta="")
         self._bar.start()
+
+    @property
+    def started(self) -> bool:
+        return self._bar is not None
 
     def update(self, files_done: int, rows: int, bytes_done: int) -> None:
         if self._bar is None:

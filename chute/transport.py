@@ -18,7 +18,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,8 @@ IDLE_SECONDS = 2.0
 theirs after `keep_alive_timeout` (3 s by default on 18.16), and a request sent on a
 connection the server is closing would fail."""
 CONNECT_SECONDS = 10.0
+STREAM_PIECE = 1 << 18
+"""What `stream` hands on at a time (http.client's read1 gave nothing of an 18.16 chunked answer)."""
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -230,6 +232,40 @@ class HttpClient:
     ) -> list[dict[str, Any]]:
         text = self.query(sql + " FORMAT JSONEachRow", settings, context)
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def stream(
+        self, sql: str, settings: Mapping[str, str | int | float] | None = None, context: str = ""
+    ) -> Iterator[bytes]:
+        """A query's output as it comes, in pieces of STREAM_PIECE, not decoded (`compress=1`
+        in `settings`: the server's compressed blocks, as an INSERT with `decompress=1` takes
+        them). The connection is used for this one answer, then closed."""
+        with self._requests_lock:
+            self.requests += 1
+        url = "/?" + urllib.parse.urlencode(self._params(settings))
+        conn = self._connection()
+        context = context or "server query"
+        try:
+            if conn.sock is None:
+                conn.connect()
+                assert conn.sock is not None
+                conn.sock.settimeout(self._timeout)
+            conn.request("POST", url, body=sql.encode(), headers={"Authorization": self._auth})
+            response = conn.getresponse()
+            if response.status != 200:
+                text = response.read().decode("utf-8", errors="replace")
+                code, name, message = parse_server_error(text)
+                if code is None:
+                    message = f"HTTP {response.status}: {message[:300]}"
+                raise make_target_error(code, name, self._scrub(message), context)
+            while chunk := response.read(STREAM_PIECE):
+                yield chunk
+        except (http.client.HTTPException, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise TransientTargetError(
+                self._scrub(f"{context}: reading from {self.address.display}: {reason}")
+            ) from None
+        finally:
+            conn.close()
 
     def insert(
         self,

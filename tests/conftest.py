@@ -61,6 +61,7 @@ LONGEST_FIRST = (
     "tests/external/test_hdfs_source.py",
     "tests/server/test_fidelity.py",
     "tests/server/test_corpus.py",
+    "tests/server/test_copy.py",
 )
 """Test modules (scopes) that take longest in a full run, longest first: started first, so the
 two processes finish together instead of one running a long module alone at the end."""

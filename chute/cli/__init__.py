@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
+from chute.cli.copy import copy_command
 from chute.cli.export import export_command
 from chute.cli.inspect import status_command
 from chute.cli.load import load_command
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return design_command(args)
         if args.command == "export":
             return export_command(args)
+        if args.command == "copy":
+            return copy_command(args)
         if args.command == "time-queries":
             return time_queries_command(args)
         fmt = args.format or ("PrettyCompact" if sys.stdout.isatty() else "TSV")
@@ -92,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         told = isinstance(exc, (UsageError, SourceError)) or exc.code in USER_ERROR_CODES
         return _fail(str(exc), EXIT_USAGE if told else EXIT_FAILED, as_json=bool(getattr(args, "json", False)))
     except KeyboardInterrupt:
-        message = "interrupted; re-run the same command to finish the load"
+        job = "copy" if args.command == "copy" else "load"
+        message = f"interrupted; re-run the same command to finish the {job}"
         _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
 

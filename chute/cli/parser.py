@@ -124,6 +124,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _load_parser(sub)
     _export_parser(sub)
+    _copy_parser(sub)
     _design_parser(sub)
     _bench_parser(sub)
     _status_parser(sub)
@@ -318,6 +319,61 @@ chute export 'SELECT * FROM events WHERE day = today()' s3://bucket/daily/ --for
     _target_options(e, "where the table is: " + TARGET_HELP)
     e.add_argument("--json", action="store_true", help="print one JSON object as the report")
     e.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
+
+
+def _copy_parser(sub: Any) -> None:
+    c = _command(
+        sub,
+        "copy",
+        "copy a table between servers and embedded databases, partition by partition, verified",
+        """
+chute copy events --from http://old:8123/db --to http://new:8123/db
+chute copy events --from http://old:8123/db --to ./local.db --partitions 202401,202402 --dry-run
+chute copy events --from ./local.db --to http://new:8123/db --as events_2024
+""",
+        "Each partition is copied once (a ledger in the destination), its row count and checksum compared "
+        "on both sides; a re-run copies only what is missing or changed in the source.",
+    )
+    c.add_argument("table", metavar="TABLE", help="the source table, table or db.table")
+    c.add_argument("--from", dest="source", required=True, metavar="SOURCE", help="where the table is: " + ENDS_HELP)
+    c.add_argument("--to", dest="dest", required=True, metavar="DEST", help="where it goes: " + ENDS_HELP)
+    c.add_argument("--as", dest="as_table", metavar="NAME", help="the destination table (default: the same name)")
+    c.add_argument("--partitions", metavar="P1,P2", help="only these partitions (ids or values, comma-separated)")
+    c.add_argument("--where", metavar="EXPR", help="only the rows matching this SQL condition (run on the source)")
+    c.add_argument(
+        "--method",
+        default="auto",
+        choices=("auto", "pull", "stream"),
+        help="pull (the destination reads the source), stream (chute passes the Native blocks through), "
+        "auto (pull where the destination reaches the source, else stream)",
+    )
+    c.add_argument(
+        "--dry-run", action="store_true", help="list the partitions, rows, sizes and the method; write nothing"
+    )
+    c.add_argument(
+        "--workers", type=int, help="partitions copied at once (default 4 into a server, 2 into an embedded database)"
+    )
+    c.add_argument("--tries", type=int, default=3, help="copies of a partition whose figures differ before it fails")
+    c.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="the destination's cluster (one shard of replicas): a missing table is made on every node, replicated",
+    )
+    c.add_argument(
+        "--node",
+        action="append",
+        metavar="URL",
+        help="a node of the source's cluster, http(s)://host:port (repeatable): where a Distributed source's "
+        "shards are listed (default: the cluster's hosts at the source's port)",
+    )
+    c.add_argument("--from-password-file", metavar="FILE", help="file holding the source server's password")
+    c.add_argument("--to-password-file", metavar="FILE", help="file holding the destination server's password")
+    c.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https ends)")
+    c.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
+
+
+ENDS_HELP = "an embedded database directory, or http(s)://[user[:password]@]host:port[/database]"
 
 
 def _design_parser(sub: Any) -> None:

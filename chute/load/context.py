@@ -90,6 +90,11 @@ class LoadContext:
     those columns (chute.load.missing), from the batches that committed."""
     with_missing: set[str] = field(default_factory=set)
     """Units found to hold a missing value (chute.load.missing): read with the count at once."""
+    missing_formats: set[str] = field(default_factory=set)
+    """Formats of this load whose files were found to miss values: later batches of the
+    format are read with the count at once (files of one export miss values alike)."""
+    sampled_formats: set[str] = field(default_factory=set)
+    """Formats whose first lines were sampled for missing values (Reads.probing)."""
     csv_delimiter: str | None = None
     """Without --delimiter: CSV fields' delimiter, found in the first lines of the first CSV file."""
     csv_trim: bool = False

@@ -103,6 +103,8 @@ def record_missing(ctx: LoadContext, batch: list[Unit], found: dict[str, tuple[i
         return
     keys = {u.source_name: u.key for u in batch}
     with ctx.lock:
+        if any(rows for rows, _ in found.values()):
+            ctx.missing_formats.update(u.fmt.format for u in batch)
         for source, (rows, mask) in found.items():
             key = batch[0].key if len(batch) == 1 else keys.get(source, source)
             ctx.missing[key] = (rows, mask)  # (a batch written again replaces what it counted)

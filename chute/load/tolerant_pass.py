@@ -97,6 +97,7 @@ class TolerantPass:
         if value_missing:
             with self.ctx.lock:
                 self.ctx.with_missing.update(u.key for u in batch)
+                self.ctx.missing_formats.update(u.fmt.format for u in batch)
             return self.run(batch, plan)  # (read again, with the count)
         record_missing(self.ctx, batch, missing)
         self._settle(batch, plan, outcome["counts"], outcome["rejected"], outcome["over"])

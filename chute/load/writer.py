@@ -184,6 +184,7 @@ class Writer:
                 raise
             with self.ctx.lock:
                 self.ctx.with_missing.update(u.key for u in batch)
+                self.ctx.missing_formats.update(u.fmt.format for u in batch)
             return self._converted_once(batch, by_source)
         record_missing(self.ctx, batch, missing)
         return counts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from chute.sql import closing_bracket, split_top
+from chute.sql import closing_bracket, quote_str, split_top
 
 _HEAD = re.compile(r"^\s*(\w+)\s*")
 
@@ -49,6 +49,45 @@ def unreplicated(engine_full: str) -> str | None:
     # Without arguments the server took its default path (newer servers): nothing to drop.
     kept = args[2:] if len(args) >= 2 else []
     return f"{name.removeprefix('Replicated')}({', '.join(kept)}) {rest.strip()}".strip()
+
+
+def replicated(engine_full: str, path: str, replica: str) -> str | None:
+    """The ENGINE clause of a `*MergeTree` table made replicated at the ZooKeeper `path` with
+    `replica` (its other parameters and clauses kept); None for another engine."""
+    found = _call(engine_full)
+    if found is None or not found[0].endswith("MergeTree"):
+        return None
+    name, args, rest = found
+    if name.startswith("Replicated"):
+        name, args = name.removeprefix("Replicated"), args[2:]
+    quoted = [quote_str(path), quote_str(replica), *args]
+    return f"Replicated{name}({', '.join(quoted)}) {rest.strip()}".strip()
+
+
+def extended_syntax(engine_full: str, partition_key: str, sorting_key: str) -> str:
+    """A `*MergeTree(date, [sample,] key, granularity[, params])` clause (the syntax of old
+    servers, which current engines refuse) in the extended syntax: the same engine and
+    parameters, PARTITION BY, ORDER BY, SAMPLE BY and index_granularity. Any other clause as it is."""
+    found = _call(engine_full)
+    if found is None or not found[0].endswith("MergeTree") or "ORDER BY" in found[2].upper():
+        return engine_full
+    name, args, rest = found
+    if name.startswith("Replicated"):
+        args = args[2:]
+    at = next((i for i, a in enumerate(args) if a.strip().isdigit()), None)
+    if at is None or at < 2:
+        return engine_full
+    sample = args[1] if at == 3 else None
+    clause = f"{name}({', '.join(args[at + 1 :])})"
+    if name.startswith("Replicated"):
+        clause = f"{name}({', '.join([*found[1][:2], *args[at + 1 :]])})"
+    if partition_key:
+        clause += f" PARTITION BY {partition_key}"
+    order = sorting_key or args[at - 1]
+    clause += f" ORDER BY ({order})" if len(split_args(order)) > 1 else f" ORDER BY {order}"
+    if sample:
+        clause += f" SAMPLE BY {sample}"
+    return f"{clause} SETTINGS index_granularity = {args[at].strip()} {rest.strip()}".strip()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import chute
 from chute.cli import build_parser, subparsers
 from chute.engine import open_engine
 
-COMMANDS = ("load", "export", "design", "bench", "status", "query", "time-queries")
+COMMANDS = ("load", "export", "copy", "design", "bench", "status", "query", "time-queries")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

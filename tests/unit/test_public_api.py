@@ -25,3 +25,15 @@ def test_export_and_load_stay_functions_after_their_packages_are_imported() -> N
 def test_every_public_name_is_there() -> None:
     for name in chute.__all__:
         assert getattr(chute, name) is not None, name
+
+
+def test_copy_stays_a_function_after_its_package_is_imported() -> None:
+    first = chute.copy
+    importlib.import_module("chute.copy")
+    importlib.import_module("chute.copy.copier")
+    assert isinstance(chute.copy, types.FunctionType) and chute.copy is first
+    from chute import CopyOptions, CopyReport, copy
+
+    assert isinstance(copy, types.FunctionType)
+    assert CopyOptions().method == "auto" and CopyReport("a", "b", "t", "t").ok
+    assert {"copy", "CopyOptions", "CopyReport"} <= set(chute.__all__)
