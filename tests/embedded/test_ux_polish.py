@@ -66,6 +66,8 @@ def test_a_read_only_database_can_be_read(tmp_path: Path) -> None:
     assert query.returncode == 0 and query.stdout == "2\t3\n", query.stderr
     write = on_read_only_mount(db, "query", "INSERT INTO t (id, name) VALUES (3, 'z')", "--target", str(db))
     assert write.returncode == 2 and write.stderr.count("\n") == 1 and "open for reading only" in write.stderr
+    exported = on_read_only_mount(db, "export", "t", str(tmp_path / "out"), "--target", str(db), "--json")
+    assert exported.returncode == 0 and json.loads(exported.stdout)["rows_written"] == 2, exported.stderr
 
 
 def test_json_read_as_csv_into_a_new_table_is_the_source_s_fault_in_one_short_line(tmp_path: Path) -> None:
