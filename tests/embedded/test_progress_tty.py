@@ -54,7 +54,7 @@ def test_a_60_file_load_on_a_terminal_shows_its_progress_within_the_batch(tmp_pa
             engine,
             data / f"f{i:02d}.csv",
             "CSVWithNames",
-            f"SELECT number AS id, toString(cityHash64(number)) AS s, number * 2 AS x FROM numbers({i * 25000}, 25000)",
+            f"SELECT number AS id, toString(cityHash64(number)) AS s, number * 2 AS x FROM numbers({i * 35000}, 35000)",
         )
     engine.close()
     code, out = on_terminal(
@@ -63,13 +63,13 @@ def test_a_60_file_load_on_a_terminal_shows_its_progress_within_the_batch(tmp_pa
     assert code == 0, out[-2000:]
     assert b"\x07" not in out
     # The bar shows "done/total MiB", the rate and the time left; the report follows it.
-    bar, _, report = out.partition(b"1,500,000 loaded")
+    bar, _, report = out.partition(b"2,100,000 loaded")
     assert report, out[-2000:]
     shown = re.findall(rb"(\d+\.\d)/\d+\.\d MiB", bar)
     assert len(set(shown)) >= 5, sorted(set(shown))
     assert re.search(rb"\d+\.\d MiB/s", bar) and re.search(rb"\d:\d\d:\d\d left", bar)
     rows = {int(n.replace(b",", b"")) for n in re.findall(rb"([\d,]+) rows", bar)}
-    assert any(0 < n < 1_500_000 for n in rows), sorted(rows)  # rows counted within the batch too
+    assert any(0 < n < 2_100_000 for n in rows), sorted(rows)  # rows counted within the batch too
 
 
 def test_no_bell_from_a_long_statement_on_a_terminal(tmp_path: Path) -> None:
