@@ -99,6 +99,8 @@ class FileSource(SourceBase, EngineRowNumbers):
         """For the report: what directory walks skipped, and why."""
         self._unreadable: dict[str, str] = {}
         """Files listed that cannot be read -> why (see `unreadable`)."""
+        self._dangling: dict[str, str] = {}
+        """Where a symlink listed leads nowhere: the key (its target) -> the link."""
 
     def _paths(self) -> list[str]:
         paths: list[str] = []
@@ -138,6 +140,8 @@ class FileSource(SourceBase, EngineRowNumbers):
             full = self._key(p)
             if not any(os.path.realpath(p).startswith(prefix) for prefix in self.exclude):
                 unique.setdefault(full, None)
+                if os.path.islink(p) and not os.path.exists(p):
+                    self._dangling[full] = p
         return list(unique)
 
     def _key(self, path: str) -> str:
@@ -153,7 +157,9 @@ class FileSource(SourceBase, EngineRowNumbers):
             try:
                 st = os.stat(path)
             except OSError as exc:  # (a dangling symlink; a file gone since the listing)
-                units.append(self._unreadable_unit(path, f"{path}: {exc.strerror}"))
+                link = self._dangling.get(path)
+                why = f"{link}: a symlink to {path}, which does not exist" if link else f"{path}: {exc.strerror}"
+                units.append(self._unreadable_unit(path, why))
                 continue
             first = seen.setdefault((st.st_dev, st.st_ino), path)
             if first != path:  # a hard link, or the same file under a bind mount

@@ -161,7 +161,8 @@ def test_an_unreadable_file_fails_alone_and_the_others_load(tmp_path: Path) -> N
     assert states["a.csv"] == ("loaded", "") and states["b.csv"] == ("loaded", "")
     assert states["secret.csv"] == ("failed", f"{data / 'secret.csv'}: permission denied")
     assert states["pipe.csv"] == ("failed", f"{data / 'pipe.csv'}: not a regular file")
-    assert states["nowhere.csv"][0] == "failed" and "No such file" in states["nowhere.csv"][1]
+    gone = f"{data / 'gone.csv'}: a symlink to {tmp_path / 'nowhere.csv'}, which does not exist"
+    assert states["nowhere.csv"] == ("failed", gone)
     assert report["rows_loaded"] == 2
     (data / "secret.csv").chmod(0o644)
     again = run("load", str(data), "--table", "t", "--target", db, "--json")
