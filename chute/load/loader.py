@@ -382,6 +382,8 @@ class _Progress:
             self.settled_rows = sum(r.rows_loaded for r in loaded)
             self.settled_bytes = sum(u.size for u in self.done)
             self.reading.clear()
+            # A batch's own figures replace what was read of it (a sample read twice, rejects).
+            self.told = (self.told[0], self.settled_rows)
             self._tell()
 
     def live(self, connection: int, payload: Mapping[str, int]) -> None:
@@ -396,7 +398,7 @@ class _Progress:
             self._tell()
 
     def _tell(self) -> None:
-        """Never backwards: a batch's reading gives way to its settled figures."""
+        """Bytes never go backwards; rows read give way to the rows loaded when a batch is done."""
         if not self.ctx.progress:
             return
         total = self.total
