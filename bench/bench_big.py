@@ -63,15 +63,13 @@ def hits_parquet(rows: int, row_group: int) -> Path:
     if not path.exists():
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
-        import chdb
+        from chute.engine import shared_engine  # (the process's one engine: chDB holds one path)
 
-        conn = chdb.connect(":memory:")
-        conn.query(
+        shared_engine().execute(
             f"INSERT INTO FUNCTION file({quote_str(str(path))}, 'Parquet') {gen_hits.row_sql(0, rows)} "
             f"SETTINGS output_format_parquet_row_group_size = {row_group}, "
             "output_format_parquet_row_group_size_bytes = 4294967296"
         )
-        conn.close()
     return path
 
 

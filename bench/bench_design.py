@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         print(render_text(proposal))
     print(
-        f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 1e6:.1f} MB; "
+        f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 2**20:.1f} MiB; "
         f"advisor: {proposal.sample_rows:,} sampled rows, {len(proposal.layouts)} layouts, {design_seconds:.1f} s; "
         f"same values in all three tables (checksums)"
     )

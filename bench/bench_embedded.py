@@ -118,16 +118,16 @@ def main(argv: list[str] | None = None) -> int:
                 label,
                 f"{t:.3f}",
                 f"{args.rows / t:,.0f}",
-                f"{input_bytes / 1e6 / t:.1f}",
+                f"{input_bytes / 2**20 / t:.1f}",
                 f"{t / bare:.2f}",
                 str(parts[key]),
             ]
         )
     print(
-        f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 1e6:.1f} MB; "
+        f"data: {args.files} gzip JSON-lines files, {args.rows:,} rows, {input_bytes / 2**20:.1f} MiB; "
         f"median of {args.repeat} runs"
     )
-    print_table(["method", "seconds", "rows/s", "MB/s in", "ratio to bare", "parts after"], rows)
+    print_table(["method", "seconds", "rows/s", "MiB/s in", "ratio to bare", "parts after"], rows)
     print(f"\nP1 chute / bare = {results['chute']['ratio_to_bare']:.3f} (target <= 1.0, goal 0.95)")
     path = save_results(
         "embedded",

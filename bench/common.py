@@ -54,11 +54,15 @@ def write_files(
     mtime_base: int,
 ) -> list[Path]:
     """Write `files` files (names from `name`, formatted with the file number) of
-    `rows` rows in all; the engine writes them from `select(start, count)`."""
-    import chdb
+    `rows` rows in all; the engine writes them from `select(start, count)`.
+
+    The engine is the one this process already has open (chDB holds one database path
+    per process: a bench that opened its database first cannot connect to another), else
+    one in memory."""
+    from chute.engine import shared_engine
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    conn = chdb.connect(":memory:")
+    engine = shared_engine()
     per_file = -(-rows // files)
     paths = []
     for i in range(files):
@@ -68,13 +72,12 @@ def write_files(
         if path.exists():
             path.unlink()
         escaped = str(path).replace("\\", "\\\\").replace("'", "\\'")
-        conn.query(
+        engine.execute(
             f"INSERT INTO FUNCTION file('{escaped}', '{engine_format}') {select(start, count)} SETTINGS {settings}"
         )
         # A fixed mtime keeps provenance values reproducible across runs.
         os.utime(path, (mtime_base + i, mtime_base + i))
         paths.append(path)
-    conn.close()
     return paths
 
 
@@ -97,5 +100,5 @@ def generator_main(
     out_dir, n_rows, n_files = args.pop("out_dir"), args.pop("rows"), args.pop("files")
     paths = generate(out_dir, n_rows, n_files, **args)
     total = sum(p.stat().st_size for p in paths)
-    print(f"wrote {len(paths)} files, {n_rows} rows, {total / 1e6:.1f} MB to {out_dir}", file=sys.stderr)
+    print(f"wrote {len(paths)} files, {n_rows} rows, {total / 2**20:.1f} MiB to {out_dir}", file=sys.stderr)
     return 0

@@ -99,8 +99,8 @@ def _cached(directory: Path, pattern: str, files: int, make: Callable[[Path], li
     t0 = time.perf_counter()
     paths = sorted(make(directory))
     marker.write_text("generated\n")
-    size = sum(p.stat().st_size for p in paths) / 1e6
-    log(f"generated {directory.name}: {len(paths)} files, {size:.1f} MB in {time.perf_counter() - t0:.1f} s")
+    size = sum(p.stat().st_size for p in paths) / 2**20
+    log(f"generated {directory.name}: {len(paths)} files, {size:.1f} MiB in {time.perf_counter() - t0:.1f} s")
     return paths
 
 
@@ -557,7 +557,7 @@ def run_set(bench: Bench, ds: DataSet, repeat: int) -> list[Result]:
 
 
 def _mb(value: int | None) -> str:
-    return "-" if value is None else f"{value / 1e6:.1f}"
+    return "-" if value is None else f"{value / 2**20:.1f}"
 
 
 def fastest_baseline(results: list[Result]) -> Result | None:
@@ -568,7 +568,7 @@ def fastest_baseline(results: list[Result]) -> Result | None:
 def print_set(ds: DataSet, results: list[Result]) -> None:
     runs = max((len(r.runs) for r in results), default=0)
     print(
-        f"\n== {ds.name}: {ds.description}, {ds.rows:,} rows, {ds.input_bytes / 1e6:.1f} MB in; "
+        f"\n== {ds.name}: {ds.description}, {ds.rows:,} rows, {ds.input_bytes / 2**20:.1f} MiB in; "
         f"median of {runs} run{'s' if runs != 1 else ''}"
     )
     best = fastest_baseline(results)
@@ -583,7 +583,7 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
                 ("* " if r.chute else "  ") + r.label,
                 f"{r.seconds:.2f}",
                 f"{r.rows_per_s:,.0f}",
-                f"{r.input_bytes / 1e6 / r.seconds:.1f}",
+                f"{r.input_bytes / 2**20 / r.seconds:.1f}",
                 _mb(r.wire_bytes),
                 _mb(r.disk_bytes),
                 str(r.parts),
@@ -597,9 +597,9 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
         "method",
         "seconds",
         "rows/s",
-        "MB/s in",
-        "wire MB",
-        "disk MB",
+        "MiB/s in",
+        "wire MiB",
+        "disk MiB",
         "parts",
         "client cpu s",
         "server cpu s",
@@ -608,7 +608,7 @@ def print_set(ds: DataSet, results: list[Result]) -> None:
     ]
     print_table(headers, rows)
     if best:
-        print(f"fastest baseline: {best.label}; * = chute; wire MB '-' = not measured (native TCP) or local")
+        print(f"fastest baseline: {best.label}; * = chute; wire MiB '-' = not measured (native TCP) or local")
 
 
 def check_checksums(ds: DataSet, results: list[Result]) -> None:
@@ -721,7 +721,7 @@ def print_goals(g: dict[str, Any]) -> None:
             print("      " + _goal("P1 chute embedded / bare engine", e["P1_chute_embedded_over_bare"], 1.0, False))
             print("      " + _goal("chute server / raw POST", e["P3_chute_server_over_raw_post"], 1.0, False))
         for method, m in e.get("remote_methods", {}).items():
-            wire = "-" if m["wire_bytes"] is None else f"{m['wire_bytes'] / 1e6:.1f} MB"
+            wire = "-" if m["wire_bytes"] is None else f"{m['wire_bytes'] / 2**20:.1f} MiB"
             ran = ", ".join(f"{k} {v}" for k, v in m["ran"].items()) or "-"
             print(
                 f"   {name} / {method} (ran: {ran}): {m['seconds']:.2f} s, client cpu {m['client_cpu']:.2f} s, "

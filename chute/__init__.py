@@ -20,7 +20,7 @@ from chute.errors import (
 )
 from chute.inspect import query, status
 from chute.load import LoadOptions, load
-from chute.report import FileResult, LoadReport
+from chute.report import FileResult, FileState, LoadReport, UnitState
 
 if TYPE_CHECKING:
     from chute.copy import CopyOptions, CopyReport, copy
@@ -74,6 +74,7 @@ __all__ = [
     "ExportOptions",
     "ExportReport",
     "FileResult",
+    "FileState",
     "LoadOptions",
     "LoadReport",
     "SchemaError",
@@ -81,6 +82,7 @@ __all__ = [
     "TargetError",
     "TimingReport",
     "TransientTargetError",
+    "UnitState",
     "UsageError",
     "__version__",
     "copy",

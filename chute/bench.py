@@ -287,7 +287,7 @@ def render_rows(report: BenchReport) -> list[list[str]]:
                 r.method,
                 f"{r.seconds:.2f}",
                 f"{r.rows_per_s:,.0f}",
-                f"{r.bytes_in / 1e6 / r.seconds:.1f}" if r.seconds else "-",
+                f"{r.bytes_in / 2**20 / r.seconds:.1f}" if r.seconds else "-",
                 human_bytes(r.bytes_sent) if r.bytes_sent else "-",
                 human_bytes(r.table_bytes),
                 f"{r.ratio:.2f}x",
@@ -296,7 +296,7 @@ def render_rows(report: BenchReport) -> list[list[str]]:
     return rows
 
 
-HEADERS = ["method", "seconds", "rows/s", "MB/s in", "bytes sent", "table on disk", "vs fastest"]
+HEADERS = ["method", "seconds", "rows/s", "MiB/s in", "bytes sent", "table on disk", "vs fastest"]
 
 
 def check_chart(path: str) -> None:

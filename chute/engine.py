@@ -6,6 +6,7 @@ share it and may run statements at the same time from different threads.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import json
@@ -13,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,63 @@ def _import_engine() -> Any:
     return chdb
 
 
+ProgressListener = Callable[[int, Mapping[str, int]], None]
+"""Told (a connection's number, the engine's progress of its running statement: `read_rows`,
+`read_bytes`, `total_bytes_to_read`, ...) about ten times a second, from the thread that runs it."""
+
+_listener: ProgressListener | None = None
+
+
+@contextlib.contextmanager
+def engine_progress(listener: ProgressListener) -> Iterator[None]:
+    """While open, every statement of this process's engine tells `listener` how far it has
+    read: a batch of files is one statement, so this is how a bar moves within a batch."""
+    global _listener
+    _listener = listener
+    for engine in list(_engines.values()):
+        engine.watch(True)
+    try:
+        yield
+    finally:
+        _listener = None
+        for engine in list(_engines.values()):
+            engine.watch(False)
+
+
+@contextlib.contextmanager
+def _no_terminal_stderr() -> Iterator[None]:
+    """The engine rings the terminal bell (BEL on stderr) after a statement of 5 s or more when
+    stderr is a terminal, as its client does (`--chime`, not settable through a connection);
+    it decides when a connection starts. Each connection starts with stderr elsewhere, so no
+    bell reaches the user's terminal from a long batch."""
+    try:
+        tty = os.isatty(2)
+    except OSError:
+        tty = False
+    if not tty:
+        yield
+        return
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+_stderr_lock = threading.Lock()
+"""One connection starts at a time while stderr is moved: two threads moving it at once
+could leave it pointing nowhere for good."""
+
+
+def _connect(chdb: Any, target: str) -> Any:
+    with _stderr_lock, _no_terminal_stderr():
+        return chdb.connect(target)
+
+
 @dataclass(frozen=True)
 class StatementResult:
     rows_written: int
@@ -93,32 +151,48 @@ class Engine:
     _lock = threading.Lock()
     _open_path: str | None = None
 
-    def __init__(self, path: str, config_file: str | None = None) -> None:
+    def __init__(self, path: str, config_file: str | None = None, reading: bool = False) -> None:
         chdb = _import_engine()
         self.path = path
         self._holder: DirectoryLock | None = None
+        self._view: ReadOnlyView | None = None
+        self._connect_to = path
+        """What each connection opens: the directory, or a read-only view of it."""
         if path != MEMORY:
-            _check_writable(path)
+            try:
+                _check_writable(path)
+            except TargetError:
+                if not reading or not os.path.isdir(path):
+                    raise
+                self._view = ReadOnlyView(path)  # a directory one may read but not write
+                self._connect_to = self._view.connect_to
         with Engine._lock:
             if Engine._open_path not in (None, path):
                 raise UsageError(
                     f"this process already uses the embedded database {Engine._open_path!r}; "
                     "chDB holds one database directory per process"
                 )
-            if path != MEMORY:
+            if path != MEMORY and self._view is None:
                 self._holder = DirectoryLock.take(path)
             try:
                 # A config file is read once, when the first connection starts the engine.
                 config = os.path.abspath(config_file) if config_file else None
+                target = self._connect_to
+                if config:
+                    target += ("&" if "?" in target else "?") + f"config-file={config}"
                 with _globless_cwd():
-                    self._conn = chdb.connect(f"{path}?config-file={config}" if config else path)
+                    self._conn = _connect(chdb, target)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()
+                if self._view is not None:
+                    self._view.remove()
                 raise translate_engine_error(exc, f"cannot open embedded database {path}") from exc
             Engine._open_path = path
         self._local = threading.local()
         self._extra: list[Any] = []
+        if _listener is not None:
+            self.watch(True)
 
     def _connection(self) -> Any:
         """A connection per thread: chDB runs one statement per connection."""
@@ -129,10 +203,26 @@ class Engine:
             else:
                 import chdb
 
-                conn = chdb.connect(self.path)
+                conn = _connect(chdb, self._connect_to)
                 self._extra.append(conn)
+                if _listener is not None:
+                    _listen(conn, len(self._extra))
             self._local.conn = conn
         return conn
+
+    def watch(self, on: bool) -> None:
+        """Send the progress of this engine's statements to the listener (or stop)."""
+        for number, conn in enumerate([self._conn, *self._extra]):
+            if on:
+                _listen(conn, number)
+            else:
+                with contextlib.suppress(Exception):
+                    conn.set_progress_callback(None)
+
+    @property
+    def read_only(self) -> bool:
+        """Opened for reading only (the directory cannot be written): writes are refused."""
+        return self._view is not None
 
     def execute(self, sql: str, settings: Settings | None = None, context: str = "") -> StatementResult:
         """Run a statement that returns no rows (DDL, INSERT, DELETE)."""
@@ -200,8 +290,22 @@ class Engine:
         if self._holder is not None:
             self._holder.release()
             self._holder = None
+        if self._view is not None:
+            self._view.remove()
+            self._view = None
         if _engines.get(self.path) is self:
             del _engines[self.path]
+
+
+def _listen(conn: Any, number: int) -> None:
+    def forward(payload: Mapping[str, int]) -> None:
+        listener = _listener
+        if listener is not None:
+            with contextlib.suppress(Exception):  # a drawing error must not fail a load
+                listener(number, payload)
+
+    with contextlib.suppress(Exception):  # (an engine without progress callbacks: no live bar)
+        conn.set_progress_callback(forward)
 
 
 LOCK_FILE = ".chute-lock"
@@ -286,6 +390,30 @@ def _check_writable(path: str) -> None:
         raise TargetError(f"cannot write to the embedded database {path}: {exc.strerror}") from None
 
 
+class ReadOnlyView:
+    """A database directory that cannot be written (a read-only mount, another user's files),
+    opened for reading. The engine writes a `status` file and temporary files into the
+    directory it opens even to read, so it opens a scratch directory instead whose entries
+    link to the database's own (tables, data, metadata), in its read-only mode."""
+
+    SKIPPED = frozenset({"status", "tmp", LOCK_FILE})
+
+    def __init__(self, path: str) -> None:
+        import tempfile
+
+        self.directory = tempfile.mkdtemp(prefix="chute-read-only-")
+        atexit.register(self.remove)  # (the command ends without closing its engine)
+        for name in os.listdir(path):
+            if name not in self.SKIPPED and not name.startswith(".chute-probe-"):
+                os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(self.directory, name))
+        self.connect_to = f"{self.directory}?mode=ro"
+
+    def remove(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 _engines: dict[str, Engine] = {}
 
 
@@ -300,11 +428,12 @@ def shared_engine() -> Engine:
     return next(iter(_engines.values()), None) or open_engine(MEMORY)
 
 
-def open_engine(path: str, config_file: str | None = None) -> Engine:
+def open_engine(path: str, config_file: str | None = None, reading: bool = False) -> Engine:
     """The engine for a directory (or MEMORY), shared by every call in this process.
 
     With `config_file` (chDB's server-style XML, e.g. to keep a query log) the
-    engine is started afresh with it."""
+    engine is started afresh with it. `reading`: the caller only reads, so a directory
+    that cannot be written is opened read-only instead of refused."""
     real = path if path == MEMORY else os.path.abspath(path)
     if config_file is not None:
         close_engines()
@@ -314,6 +443,6 @@ def open_engine(path: str, config_file: str | None = None) -> Engine:
             for old in list(_engines.values()):
                 old.close()
             _engines.clear()
-        engine = Engine(real, config_file)
+        engine = Engine(real, config_file, reading)
         _engines[real] = engine
     return engine

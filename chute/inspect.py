@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
+from chute.errors import TargetError, UsageError
 from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
 from chute.load.ledger import Ledger
+from chute.report import UnitState
 from chute.sql import TableName, one_statement, quote_str
 from chute.targets import Target, open_target
 from chute.targets.server import ServerTarget
+
+READONLY = 164
 
 
 def status(
@@ -57,6 +62,7 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
         context="reading the ledger",
     )
     for row in rows:
+        row["state"] = _state(row["state"])
         row["claimed_by"] = row["claimed_since"] = row["lease_end"] = ""
     claims = live_claims(tgt, ledger.name.database, table)
     by_unit = {(r["table"], r["source"]): r for r in rows}
@@ -68,7 +74,7 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
             row = {
                 "table": claim["table"],
                 "source": claim["unit"],
-                "state": "claimed",
+                "state": UnitState.CLAIMED,
                 "rows_loaded": 0,
                 "rows_rejected": 0,
                 "load_id": "",
@@ -83,6 +89,14 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
             claim["lease_until"],
         )
     return rows
+
+
+def _state(text: str) -> UnitState | str:
+    """The ledger's state as a `UnitState` (a state a newer chute wrote stays text)."""
+    try:
+        return UnitState(text)
+    except ValueError:
+        return text
 
 
 def live_claims(tgt: Target, database: str | None, table: str | None) -> list[dict[str, Any]]:
@@ -106,11 +120,33 @@ def live_claims(tgt: Target, database: str | None, table: str | None) -> list[di
 def query(
     sql: str,
     target: str | None = None,
-    fmt: str = "PrettyCompact",
+    format: str | None = None,
     password_file: str | None = None,
     insecure: bool = False,
+    *,
+    fmt: str | None = None,
 ) -> str:
-    """Run SQL in the target and return its output in the ClickHouse format `fmt`. An embedded
-    target must hold a database already, or be an empty directory (to make tables in first)."""
+    """Run SQL in the target and return its output in the ClickHouse format `format` (as
+    `chute query --format`); default TSV, plain text for programs (PrettyCompact's table when
+    standard output is a terminal). `fmt` is the earlier name of `format`. An embedded target
+    must hold a database already, or be an empty directory (to make tables in first)."""
+    if fmt is not None:
+        import warnings
+
+        if format is not None:
+            raise UsageError("query takes format or fmt (its earlier name), not both")
+        warnings.warn("chute.query(fmt=...) is now format=...", DeprecationWarning, stacklevel=2)
+        format = fmt
+    if format is None:
+        format = "PrettyCompact" if sys.stdout.isatty() else "TSV"
     tgt = open_target(target, password_file, insecure, existing=True, empty_ok=True)
-    return tgt.text(one_statement(sql), fmt, context="query failed")
+    try:
+        return tgt.text(one_statement(sql), format, context="query failed")
+    except TargetError as exc:
+        engine = getattr(tgt, "engine", None)
+        if exc.code == READONLY and engine is not None and engine.read_only:
+            raise UsageError(
+                f"{tgt.display_name} cannot be written (a read-only mount or another user's files): "
+                "it is open for reading only"
+            ) from None
+        raise

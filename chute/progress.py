@@ -1,9 +1,10 @@
 """A progress bar on a terminal (bytes, files, rows, rate, ETA); silent otherwise.
 
-Sizes and rates are binary (KiB, MiB, GiB), as the final report prints them. The rate
-and the time left are measured from the start of the load, so they show from the
-first finished batch on. The bar moves when a batch of files is done: the engine
-reads a batch's files in one statement, and tells nothing per file.
+Sizes and rates are binary (KiB, MiB, GiB), as the final report prints them. The bar
+moves with the bytes and rows the engine has read, about ten times a second (a batch
+of files is one statement; the engine tells its progress while it runs); files count
+when their batch is done. The rate and the time left are measured from the start of
+the load. The line fits 80 columns.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from chute.report import human_bytes
 
 
 class Progress:
-    def __init__(self, enabled: bool, console: Any = None, label: str = "loading", unit: str = "files") -> None:
+    def __init__(self, enabled: bool, console: Any = None, label: str = "", unit: str = "files") -> None:
         self.enabled = enabled
         self.label = label
+        """A word before the bar ("copying"); none for a load, whose line must fit 80 columns."""
         self.unit = unit
         """What the bar counts: files (a load), partitions (a copy)."""
         self._console = console
@@ -45,16 +47,21 @@ class Progress:
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, TextColumn
         from rich.progress import Progress as RichProgress
+        from rich.table import Column
 
         self._files, self._total = files, total_bytes
         self._started = time.monotonic()
+
+        def text(template: str) -> TextColumn:
+            return TextColumn(template, table_column=Column(no_wrap=True))
+
         self._bar = RichProgress(
-            TextColumn(f"[bold]{self.label}"),
-            BarColumn(),
-            DownloadColumn(binary_units=True),
-            TextColumn("{task.fields[rate]}"),
-            TextColumn("{task.fields[files]} " + self.unit + ", {task.fields[rows]} rows"),
-            TextColumn("{task.fields[eta]}"),
+            *([TextColumn(f"[bold]{self.label}")] if self.label else []),
+            BarColumn(bar_width=12),
+            DownloadColumn(binary_units=True, table_column=Column(no_wrap=True)),
+            text("{task.fields[rate]}"),
+            text("{task.fields[files]} " + self.unit + ", {task.fields[rows]} rows"),
+            text("{task.fields[eta]}"),
             console=self._console or Console(file=sys.stderr),
             transient=True,
         )

@@ -4,13 +4,49 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
+
+
+class _TextEnum(str, Enum):
+    """Members are their text: `state == "loaded"` holds, JSON and f-strings show "loaded"."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class FileState(_TextEnum):
+    """What this run did with a file (`FileResult.state`)."""
+
+    LOADED = "loaded"
+    """Its rows are in the table (its bad rows in `<table>_rejects`)."""
+    SKIPPED = "skipped"
+    """Loaded before and unchanged (the ledger says so): nothing done."""
+    FAILED = "failed"
+    """Not loaded; `FileResult.error` says why. A re-run tries it again."""
+
+
+class UnitState(_TextEnum):
+    """A file's state in the ledger, as `chute.status()` and `chute status` give it."""
+
+    DONE = "done"
+    """Loaded, by the load named in `load_id`."""
+    STARTED = "started"
+    """A load began it and did not finish (under way, or killed): the next run loads it again,
+    once (its rows of the interrupted try are removed first)."""
+    FAILED = "failed"
+    """The last load failed it (`last_error` says why): the next run tries again."""
+    CLAIMED = "claimed"
+    """A worker holds it now and has not started writing it (several workers on one job)."""
+    DROPPED = "dropped"
+    """Its table was dropped since: the next run loads it again."""
 
 
 @dataclass
 class FileResult:
     source: str
-    state: str  # loaded | skipped | failed
+    state: FileState
+    """loaded, skipped or failed (a `FileState`, comparable to its text)."""
     rows_loaded: int = 0
     rows_rejected: int = 0
     bytes_in: int = 0

@@ -54,7 +54,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         provenance=not args.no_provenance,
         add_columns=args.add_columns,
         on_change=args.on_change,
-        batch_bytes=int(args.batch_mb * 2**20),
+        batch_mb=args.batch_mb,
         batch_files=args.batch_files,
         password_file=args.password_file,
         insecure=args.insecure,
@@ -76,9 +76,9 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         lease_seconds=args.lease_seconds,
     )
     if args.memory_limit:
-        options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit))
+        options = dataclasses.replace(options, memory_limit=parse_size(args.memory_limit, "--memory-limit"))
     if args.split_size:
-        options = dataclasses.replace(options, split_bytes=parse_size(args.split_size))
+        options = dataclasses.replace(options, split_size=parse_size(args.split_size, "--split-size"))
     return options
 
 

@@ -28,7 +28,15 @@ class Parser(argparse.ArgumentParser):
     """The option strings the command line may use (this command's and the global ones)."""
 
     def error(self, message: str) -> NoReturn:
-        raise ArgsError(self._unknown_option() or _command_guess(self, message) or message)
+        raise ArgsError(self._unknown_command() or self._unknown_option() or _command_guess(self, message) or message)
+
+    def _unknown_command(self) -> str | None:
+        """A mistyped command is named first: its options are unknown only because the command is."""
+        commands = list(subparsers(self))
+        word = next((w for w in self.argv if not w.startswith("-")), "")
+        if not commands or not word or word in commands:
+            return None
+        return _guess(word, commands)
 
     def _unknown_option(self) -> str | None:
         """'unknown option --tabel (did you mean --table?)' for the first option nobody knows."""
@@ -48,17 +56,19 @@ class Parser(argparse.ArgumentParser):
 
 
 def _command_guess(parser: argparse.ArgumentParser, message: str) -> str | None:
-    """'unknown command 'lod' (did you mean load?)' for a mistyped command."""
-    import difflib
-
+    """'unknown command lod; did you mean load?' for a mistyped command."""
     commands = list(subparsers(parser))
     if not message.startswith("argument COMMAND: invalid choice") or not commands:
         return None
     word = message.split("'")[1] if "'" in message else ""
+    return _guess(word, commands)
+
+
+def _guess(word: str, commands: list[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, commands, n=1)
-    return f"unknown command {word!r}" + (
-        f" (did you mean {close[0]}?)" if close else f": one of {', '.join(commands)}"
-    )
+    return f"unknown command {word}" + (f"; did you mean {close[0]}?" if close else f": one of {', '.join(commands)}")
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from chute.cores import usable_cores
 from chute.engine import Engine
-from chute.errors import ChuteError, SourceError, UsageError
+from chute.errors import ChuteError, SourceError, TargetError, UsageError
 from chute.export.dest import (
     S3_MAX_OBJECT_BYTES,
     TMP_SUFFIX,
@@ -102,6 +102,9 @@ def export(
     return report
 
 
+UNKNOWN_DATABASE, UNKNOWN_TABLE = 81, 60
+
+
 class _Exporter:
     def __init__(
         self, target: Target, source: str, out: Dest, fmt_key: str, compression: str, opts: ExportOptions
@@ -126,7 +129,17 @@ class _Exporter:
     # -- planning -------------------------------------------------------------
 
     def _columns(self) -> list[Column]:
-        text = self.target.text(f"SELECT * FROM {self.source_sql} LIMIT 0", "JSONCompact", context="reading the source")
+        try:
+            text = self.target.text(
+                f"SELECT * FROM {self.source_sql} LIMIT 0", "JSONCompact", context="reading the source"
+            )
+        except TargetError as exc:
+            if exc.code not in (UNKNOWN_TABLE, UNKNOWN_DATABASE):
+                raise
+            where = self.target.display_name
+            if is_query(self.source):
+                raise UsageError(f"the query names a table or database that {where} does not have: {exc}") from None
+            raise UsageError(f"no table {self.source} in {where} (chute status lists what is loaded)") from None
         try:
             meta = json.loads(text)["meta"]
         except (ValueError, KeyError) as exc:

@@ -230,6 +230,19 @@ class Commit:
             if unit.is_range:
                 self._remove_range(unit, loads)
 
+    def remove_rejects(self, units: list[Unit]) -> None:
+        """The rejects earlier attempts left of these units, in a table without provenance
+        columns (whose rows cannot be found): the rejects table always names its rows' file
+        and load, so a file that now loads keeps only this load's rejects."""
+        ctx = self.ctx
+        earlier = ctx.ledger.load_ids(units)
+        for key in dict.fromkeys(u.key for u in units if not u.is_range):
+            ctx.rejects.clear(key, sorted({*earlier, ctx.load_id}))
+        before = sorted(set(earlier) - {ctx.load_id})  # (this load's rejects of earlier ranges stay)
+        for origin in dict.fromkeys(u.origin for u in units if u.is_range):
+            if before:  # (no loads given would clear every load's)
+                ctx.rejects.clear(origin, before)
+
     def remove_own(self, units: list[Unit]) -> None:
         """This load's rows (and rejects) of `units`, which went in after its claim on them may
         have ended: another worker may have loaded them since, under a load of its own, which

@@ -63,7 +63,7 @@ class Halves:
             or "://" in unit.key
             or not os.path.isfile(unit.key)
             or unit.size < HALVES_MIN_BYTES
-            or unit.size * HALVES_MEMORY_PER_BYTE > self.ctx.opts.memory_limit
+            or unit.size * HALVES_MEMORY_PER_BYTE > self.ctx.opts.memory_bytes
             or (self.ctx.fill_provenance and "_source_row" in self.ctx.info.sorting_key)
             or not self.reads.sortable_partition()
         ):

@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 
 from chute.engine import Engine, Settings
-from chute.errors import ChuteError, SourceError
+from chute.errors import ChuteError, SourceError, TargetError
 from chute.formats import refuse_unreadable
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
@@ -29,6 +30,10 @@ TOLERANT_TEXT: dict[str, str | int | float] = {
 """CSV/TSV inference past rows of another number of fields (a trailing blank line, a ragged
 row): the header, or the other rows, name the columns. Inference only: the load reads those
 rows strictly, as rejected rows."""
+
+CANNOT_EXTRACT_TABLE_STRUCTURE = 636
+_REASON_RE = re.compile(r"DB::Exception: ([^.(]+)")
+"""The engine's own reason inside its inference error ("Expected end of line")."""
 
 JSON_SAMPLE_LINES = 25_000
 """Lines of JSON objects copied for inference from a file whose inference failed."""
@@ -89,6 +94,29 @@ class Inferrer:
         self.headers = headers
 
     def infer(self, unit: Unit, sample_rows: int | None = None) -> list[Column]:
+        """The unit's columns; SourceError when the engine cannot read it in its format at all
+        (the file, or the format asked for, is what is wrong: not the target)."""
+        try:
+            return self._infer(unit, sample_rows)
+        except TargetError as exc:
+            if exc.code != CANNOT_EXTRACT_TABLE_STRUCTURE:
+                raise
+            raise SourceError(self._unreadable(unit, str(exc))) from None
+
+    def _unreadable(self, unit: Unit, message: str) -> str:
+        """One short line: the file, its format, the engine's first reason, a way out."""
+        fmt = unit.fmt.format
+        reason = next(iter(_REASON_RE.findall(message)), "")
+        reason = f" ({reason[:60]})" if reason else ""
+        hint = "a wrong --format or --delimiter?"
+        if fmt in ("CSV", "TSV"):
+            with contextlib.suppress(ChuteError):
+                first = b"".join(self.headers.head(unit).lines[:1]).lstrip()
+                if first.startswith((b"{", b"[")):
+                    hint = "it looks like JSON lines: --format json"
+        return f"{unit.key}: cannot be read as {fmt}{reason}; {hint}"
+
+    def _infer(self, unit: Unit, sample_rows: int | None = None) -> list[Column]:
         """The unit's columns. Bad records do not stop it (load.inference): a CSV/TSV file's are
         read past, a JSON lines file's left out; the load then rejects them. A text column of a
         CSV/TSV file whose only other values are one NULL marker (`NA`) is typed Nullable

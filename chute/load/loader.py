@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
+from chute.engine import engine_progress
 from chute.errors import AttachedLate, ChuteError, NotText, ShardUnavailable, SourceError
 from chute.formats import refuse_unreadable
 from chute.load.careful_pass import CarefulPass
@@ -33,7 +34,7 @@ from chute.load.sizing import Sizing
 from chute.load.table import SELF_DESCRIBING, TableSetup
 from chute.load.tolerant_pass import TolerantPass
 from chute.load.writer import Writer
-from chute.report import LoadReport
+from chute.report import FileState, LoadReport
 from chute.sql import quote_ident, quote_str
 from chute.units import Unit
 
@@ -143,7 +144,7 @@ class Loader:
             plan.load.remove(unit)
             plan.replace.discard(unit.key)
             result = plan.results[unit.key]
-            result.state = "failed"
+            result.state = FileState.FAILED
             result.error = (
                 "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
                 "old rows cannot be found to replace them; load it into a table with provenance, or delete "
@@ -184,7 +185,10 @@ class Loader:
         def one(batch: list[Unit]) -> None:
             progress.add(self._one(batch, plan))
 
-        with ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext():
+        with (
+            ctx.claims.heartbeat() if ctx.claims is not None else contextlib.nullcontext(),
+            engine_progress(progress.live) if ctx.progress else contextlib.nullcontext(),
+        ):
             try:
                 if self.sharing is not None:
                     found = rotated(found)
@@ -231,6 +235,9 @@ class Loader:
     def _precheck(self, unit: Unit, plan: Plan) -> bool:
         """Per-file checks that need no row parsing; a failure marks the unit failed."""
         try:
+            why = self.ctx.source.unreadable(unit)
+            if why:
+                raise SourceError(why)
             if unit.size == 0:
                 raise SourceError(f"{unit.key}: empty file (0 bytes)")
             refuse_unreadable(unit.key, unit.fmt)
@@ -254,6 +261,8 @@ class Loader:
         replace = [u for u in batch if u.key in plan.replace]
         if replace and ctx.has_provenance:
             self.commit.remove_rows(replace)
+        elif replace:  # (rows without provenance cannot be found; their rejects can)
+            self.commit.remove_rejects(replace)
         # (A batch of several files into a table without provenance is counted per file too:
         # plan.batches makes one only where the stage can tag the rows.)
         by_source = ctx.fill_provenance or len(batch) > 1
@@ -351,18 +360,50 @@ class Loader:
 
 
 class _Progress:
-    """Units settled so far, told to the progress callback after each batch (from any thread)."""
+    """Units settled so far, and how far the engine has read the batches under way, told to
+    the progress callback after each batch and about ten times a second within one."""
 
     def __init__(self, ctx: LoadContext, plan: Plan) -> None:
         self.ctx = ctx
         self.plan = plan
         self.done: list[Unit] = []
         self.lock = threading.Lock()
+        self.settled_rows = 0
+        self.settled_bytes = 0
+        self.reading: dict[int, tuple[int, int]] = {}
+        """Per engine connection: (bytes, rows) its statement has read of the files it reads."""
+        self.told = (0, 0)
+        self.total = sum(u.size for u in plan.load)
 
     def add(self, units: list[Unit]) -> None:
         with self.lock:
             self.done.extend(units)
-            if self.ctx.progress:
-                loaded = [self.plan.results[u.key] for u in self.done]
-                rows = sum(r.rows_loaded for r in loaded)
-                self.ctx.progress(len(self.done), rows, sum(u.size for u in self.done))
+            loaded = [self.plan.results[u.key] for u in self.done]
+            self.settled_rows = sum(r.rows_loaded for r in loaded)
+            self.settled_bytes = sum(u.size for u in self.done)
+            self.reading.clear()
+            # A batch's own figures replace what was read of it (a sample read twice, rejects).
+            self.told = (self.told[0], self.settled_rows)
+            self._tell()
+
+    def live(self, connection: int, payload: Mapping[str, int]) -> None:
+        """The engine's progress of a statement. Only reads of files count (their total bytes
+        are known; reads of tables are the books and counts), each capped at its files' size
+        (a compressed file's read bytes can pass it)."""
+        total = int(payload.get("total_bytes_to_read", 0))
+        if total <= 0:
+            return
+        with self.lock:
+            self.reading[connection] = (min(int(payload.get("read_bytes", 0)), total), int(payload.get("read_rows", 0)))
+            self._tell()
+
+    def _tell(self) -> None:
+        """Bytes never go backwards; rows read give way to the rows loaded when a batch is done."""
+        if not self.ctx.progress:
+            return
+        total = self.total
+        live_bytes = self.settled_bytes + sum(b for b, _ in self.reading.values())
+        live_rows = self.settled_rows + sum(r for _, r in self.reading.values())
+        told_bytes, told_rows = self.told
+        self.told = (max(told_bytes, min(live_bytes, total)), max(told_rows, live_rows))
+        self.ctx.progress(len(self.done), self.told[1], self.told[0])

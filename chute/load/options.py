@@ -11,6 +11,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from chute.errors import TargetError, UsageError
 from chute.load.claims import DEFAULT_LEASE_SECONDS
+from chute.sizes import parse_size
 
 ON_CHANGE = ("skip", "reload", "error")
 METHODS = ("auto", "client-convert", "server-parse", "server-side", "convert", "pass-through")
@@ -24,7 +25,8 @@ DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
 DEFAULT_BATCH_FILES = 64
 
 ProgressCallback = Callable[[int, int, int], None]
-"""Called after each batch with (files done, rows loaded so far, bytes done so far)."""
+"""Called with (files done, rows so far, bytes done so far) after each batch and, while one
+loads, about ten times a second with the rows and bytes the engine has read (never backwards)."""
 
 
 def default_memory_limit() -> int:
@@ -73,8 +75,12 @@ class LoadOptions:
     """Add input fields the table lacks with ALTER TABLE ... ADD COLUMN instead of failing."""
     on_change: str = "skip"
     """What to do with a loaded file whose size or mtime changed: skip, reload, error."""
+    batch_mb: int | float | None = None
+    """MiB of input per insert batch, as `--batch-mb` (default 256); sets `batch_bytes`."""
     batch_bytes: int = DEFAULT_BATCH_BYTES
+    """The same in bytes (the earlier name; `batch_mb` wins where both are given alike)."""
     batch_files: int = DEFAULT_BATCH_FILES
+    """Files per insert batch at most, as `--batch-files`."""
     password_file: str | None = None
     """File holding the server password (for http(s) targets)."""
     insecure: bool = False
@@ -123,31 +129,37 @@ class LoadOptions:
     cursor: str | None = None
     """For database sources: a column that only grows (e.g. updated_at); each run loads the rows past
     the largest value loaded before."""
-    memory_limit: int = field(default_factory=lambda: default_memory_limit())
-    """Bytes the engine may hold for one batch: past half of it, sorting by partition spills to disk."""
+    memory_limit: int | str = field(default_factory=lambda: default_memory_limit())
+    """What the engine may hold for one batch, as `--memory-limit`: "1GB" or bytes (an int; read
+    back it is always bytes). Past half of it, sorting by partition spills to disk."""
     worker_id: str | None = None
     """How this process is named in the claims of a server target (default: host:pid); see
     docs/concurrency.md."""
     lease_seconds: int = DEFAULT_LEASE_SECONDS
     """How long a claim lives without a heartbeat: a worker that died holds its units this long
     (a dead process on this host holds them not at all)."""
+    split_size: int | str | None = None
+    """As `--split-size`: "64MB" or bytes; sets `split_bytes`."""
     split_bytes: int | None = None
     """Uncompressed CSV/TSV/JSON-lines files bigger than twice this load as byte ranges of
     about this size, each its own unit (resumable mid-file, memory bounded by the range).
     Default: a sixteenth of `memory_limit` (64 MiB at 1 GiB, at most 512 MiB), and no split into a partitioned
-    table (every range would add a part to each partition it touches); 0: never split."""
+    table (every range would add a part to each partition it touches); 0: never split.
+    (The earlier name of `split_size`, in bytes.)"""
 
     def __post_init__(self) -> None:
         """Values of the wrong type or numbers that cannot work are refused at once, in one line
-        (not by a traceback later, deep in the load)."""
+        (not by a traceback later, deep in the load). Sizes given as the CLI takes them are
+        read into bytes."""
         _check_types(self)
+        _sizes_in_bytes(self)
         least = {
             "--workers": (self.workers, 1, 1, ""),
             "--connections": (self.connections, 1, 1, ""),
             "batch_files": (self.batch_files, 1, 1, ""),
             "--batch-mb": (self.batch_bytes, 2**20, 1, "MB"),
             "--lease-seconds": (self.lease_seconds, 1, 3, ""),
-            "--memory-limit": (self.memory_limit, 2**20, MIN_MEMORY_LIMIT, "MB"),
+            "--memory-limit": (self.memory_bytes, 2**20, MIN_MEMORY_LIMIT, "MB"),
         }
         for flag, (value, unit, low, suffix) in least.items():
             if value is not None and value < low:
@@ -156,10 +168,31 @@ class LoadOptions:
         if self.split_bytes is not None and self.split_bytes != 0 and self.split_bytes < MIN_SPLIT_BYTES:
             raise UsageError(f"--split-size must be 0 (never split) or at least 4KB, not {self.split_bytes} bytes")
 
+    @property
+    def memory_bytes(self) -> int:
+        """`memory_limit` in bytes (it is, once the options are made; typed for both)."""
+        return self.memory_limit if isinstance(self.memory_limit, int) else parse_size(self.memory_limit)
+
     def range_bytes(self, partitioned: bool) -> int | None:
         if self.split_bytes == 0 or (self.split_bytes is None and partitioned):
             return None
-        return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_limit // 16))
+        return self.split_bytes or min(512 * 2**20, max(32 * 2**20, self.memory_bytes // 16))
+
+
+def _sizes_in_bytes(opts: LoadOptions) -> None:
+    """memory_limit "1GB" -> bytes; batch_mb and split_size (the CLI's names) -> batch_bytes and
+    split_bytes, refused where the old name says otherwise."""
+    object.__setattr__(opts, "memory_limit", parse_size(opts.memory_limit, "memory_limit"))
+    if opts.batch_mb is not None:
+        given = int(opts.batch_mb * 2**20)
+        if opts.batch_bytes not in (DEFAULT_BATCH_BYTES, given):
+            raise UsageError("LoadOptions takes batch_mb or batch_bytes, not both")
+        object.__setattr__(opts, "batch_bytes", given)
+    if opts.split_size is not None:
+        split = parse_size(opts.split_size, "split_size")
+        if opts.split_bytes not in (None, split):
+            raise UsageError("LoadOptions takes split_size or split_bytes, not both")
+        object.__setattr__(opts, "split_bytes", split)
 
 
 def _check_types(opts: LoadOptions) -> None:
@@ -179,8 +212,10 @@ def _check_types(opts: LoadOptions) -> None:
 
 _TYPE_HINTS = {
     "max_errors": "a count (10) or a share as text ('0.1%')",
-    "memory_limit": "bytes as an int (e.g. 2**30)",
+    "memory_limit": 'a size as "1GB" or bytes as an int (e.g. 2**30)',
     "batch_bytes": "bytes as an int (e.g. 256 * 2**20)",
+    "batch_mb": "MiB as a number (e.g. 256)",
+    "split_size": 'a size as "64MB", bytes as an int, 0 or None',
     "split_bytes": "bytes as an int, 0 or None",
     "nodes": "a tuple of http(s)://host:port URLs",
 }

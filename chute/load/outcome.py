@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from chute.errors import ChuteError
 from chute.load.context import LoadContext
 from chute.load.missing import column_names
-from chute.report import FileResult
+from chute.report import FileResult, FileState
 from chute.units import Unit
 
 
@@ -24,7 +24,7 @@ def fail(ctx: LoadContext, unit: Unit, message: str, plan: Plan, rejected: int =
     """The unit failed: its result says why, and the ledger (a re-run tries it again)."""
     message = ctx.source.scrub(message)  # a second line of defence: no source secret in the report or ledger
     result = plan.results[unit.key]
-    result.state = "failed"
+    result.state = FileState.FAILED
     result.error = message
     result.rows_rejected = rejected
     ctx.ledger.record([unit], "failed", ctx.load_id, errors={unit.key: message}, rejected={unit.key: rejected})
@@ -36,7 +36,7 @@ def done(
     """The units' rows are in the table: their results, then the ledger's `done`."""
     for unit in units:
         result = plan.results[unit.key]
-        result.state = "loaded"
+        result.state = FileState.LOADED
         result.rows_loaded = rows.get(unit.key, 0)
         result.rows_rejected = (rejected or {}).get(unit.key, 0)
         result.rows_defaulted, mask = ctx.missing.get(unit.key, (0, 0))

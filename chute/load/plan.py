@@ -9,7 +9,7 @@ from chute.load.ledger import LedgerEntry
 from chute.load.methods import Methods
 from chute.load.outcome import Plan, fail
 from chute.load.sizing import ROW_SIZED_FORMATS
-from chute.report import FileResult
+from chute.report import FileResult, FileState
 from chute.units import Unit
 
 SHARED_BATCHES = 8
@@ -33,7 +33,7 @@ def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntr
         entry = ledger.get(unit.key)
         # Database units count rows in `size`, not bytes: they add nothing to "bytes in".
         sized_in_rows = unit.fmt.format in ROW_SIZED_FORMATS
-        result = FileResult(unit.key, "skipped", bytes_in=0 if sized_in_rows else unit.size)
+        result = FileResult(unit.key, FileState.SKIPPED, bytes_in=0 if sized_in_rows else unit.size)
         plan.results[unit.key] = result
         if entry is None:
             plan.load.append(unit)
@@ -52,7 +52,7 @@ def _changed(ctx: LoadContext, unit: Unit, plan: Plan, result: FileResult) -> No
     if ctx.opts.on_change == "skip":
         ctx.report.notes.append(f"{unit.key}: changed since it was loaded; skipped (--on-change)")
     elif ctx.opts.on_change == "error":
-        result.state = "failed"
+        result.state = FileState.FAILED
         result.error = "changed since it was loaded (size or mtime); use --on-change reload"
     else:
         plan.load.append(unit)

@@ -398,7 +398,7 @@ class Reads:
         """
         if not self.sortable_partition():
             return selects
-        limit = self.ctx.opts.memory_limit
+        limit = self.ctx.opts.memory_bytes
         settings["max_partitions_per_insert_block"] = 0
         settings["max_bytes_before_external_sort"] = limit // 2
         settings["max_bytes_ratio_before_external_sort"] = 0

@@ -16,6 +16,7 @@ from chute.cores import usable_cores
 from chute.load.claims import Claims
 from chute.load.context import LoadContext
 from chute.load.outcome import Plan
+from chute.report import FileState
 from chute.units import Unit
 
 SHARE_RECOUNT_SECONDS = 2.0
@@ -94,13 +95,13 @@ class Sharing:
                 load.append(unit)
             elif entry.state == "done" and entry.identity == unit.identity:
                 settled.append(unit.key)  # loaded, by another worker since the plan if changed_here
-                plan.results[unit.key].state = "skipped"
+                plan.results[unit.key].state = FileState.SKIPPED
             elif entry.state == "done" and not changed_here:
                 load.append(unit)  # changed since it was loaded; the plan said reload
             elif entry.state == "failed" and changed_here:
                 settled.append(unit.key)  # another worker failed it during this run: not again
                 result = plan.results[unit.key]
-                result.state, result.error, result.rows_rejected = "failed", entry.error, entry.rows_rejected
+                result.state, result.error, result.rows_rejected = FileState.FAILED, entry.error, entry.rows_rejected
             elif entry.state == "done":
                 settled.append(unit.key)  # loaded again by another worker in this run
             else:

@@ -53,7 +53,7 @@ class Sizing:
             # wait on a full socket). 3 M rows from PostgreSQL on one client core: 4.0 s, not 4.4.
             threads = max(threads, 2)
         if any(u.fmt.format in ROW_GROUP_FORMATS for u in batch):
-            threads = max(1, min(threads, ctx.opts.memory_limit // READER_THREAD_BYTES))
+            threads = max(1, min(threads, ctx.opts.memory_bytes // READER_THREAD_BYTES))
         parallel_parsing = self.reads.parallel_parsing(batch)
         settings: dict[str, str | int | float] = {
             **ctx.format_settings(),
@@ -65,7 +65,7 @@ class Sizing:
             # count in the process's memory (RSS, cgroup limits) while it is read.
             "storage_file_read_method": "pread",
             # Parquet: decoded row groups held at once, and insert blocks, within the budget.
-            "input_format_parquet_memory_high_watermark": max(64 * 2**20, ctx.opts.memory_limit // 4),
+            "input_format_parquet_memory_high_watermark": max(64 * 2**20, ctx.opts.memory_bytes // 4),
             "min_insert_block_size_bytes": self.insert_block_bytes(batch, threads),
             **self.part_writer_settings(threads),
         }
@@ -81,7 +81,7 @@ class Sizing:
         block, written by one thread after parsing ends: a serial tail. A block per
         thread keeps the cores busy.
         """
-        limit = self.ctx.opts.memory_limit
+        limit = self.ctx.opts.memory_bytes
         budget = min(256 * 2**20, max(16 * 2**20, limit // 8))
         # A columnar file's reader holds decoded row groups beside the block: smaller blocks.
         if any(u.fmt.format in ROW_GROUP_FORMATS for u in batch):
@@ -106,7 +106,7 @@ class Sizing:
             settings["min_bytes_for_full_part_storage"] = PACKED_PART_BYTES
             settings.update(SMALL_PART_FORMAT)
         columns = max(1, len(self.ctx.info.columns))
-        per_buffer = self.ctx.opts.memory_limit // (8 * PART_WRITER_BUFFERS * columns * threads)
+        per_buffer = self.ctx.opts.memory_bytes // (8 * PART_WRITER_BUFFERS * columns * threads)
         if per_buffer < 2**20:
             block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
             settings.update(max_compress_block_size=block, min_compress_block_size=min(2**16, block))

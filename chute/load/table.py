@@ -163,7 +163,7 @@ class TableSetup:
                     self.headers.head(first_csv)
             return self._created(self.designed_ddl(plan), on_ddl, " (--design)")
         last_error: ChuteError | None = None
-        readable = [u for u in plan.load if u.size > 0]
+        readable = [u for u in plan.load if u.size > 0 and not self.ctx.source.unreadable(u)]
         for at, unit in enumerate(readable):
             try:
                 columns = self.infer(unit)

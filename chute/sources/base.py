@@ -119,6 +119,11 @@ class Source(Protocol):
         (a local zstd or LZ4 file cut short, which the engine's readers would load in part)."""
         ...
 
+    def unreadable(self, unit: Unit) -> str | None:
+        """Why `unit` cannot be read at all, as listing found (permission denied, not a regular
+        file, gone): it fails alone, and nothing opens it (a FIFO would block a reader)."""
+        ...
+
     def extra_provenance_columns(self) -> list[tuple[str, str]]:
         """Provenance columns this source adds to the four (a Kafka message's key): (name, type)."""
         ...
@@ -146,6 +151,9 @@ class SourceBase:
         return None
 
     def verify(self, unit: Unit) -> None:
+        return None
+
+    def unreadable(self, unit: Unit) -> str | None:
         return None
 
     def extra_provenance_columns(self) -> list[tuple[str, str]]:

@@ -97,6 +97,10 @@ class FileSource(SourceBase, EngineRowNumbers):
         self._link_dir: str | None = None
         self.notes: list[str] = []
         """For the report: what directory walks skipped, and why."""
+        self._unreadable: dict[str, str] = {}
+        """Files listed that cannot be read -> why (see `unreadable`)."""
+        self._dangling: dict[str, str] = {}
+        """Where a symlink listed leads nowhere: the key (its target) -> the link."""
 
     def _paths(self) -> list[str]:
         paths: list[str] = []
@@ -136,6 +140,8 @@ class FileSource(SourceBase, EngineRowNumbers):
             full = self._key(p)
             if not any(os.path.realpath(p).startswith(prefix) for prefix in self.exclude):
                 unique.setdefault(full, None)
+                if os.path.islink(p) and not os.path.exists(p):
+                    self._dangling[full] = p
         return list(unique)
 
     def _key(self, path: str) -> str:
@@ -150,16 +156,21 @@ class FileSource(SourceBase, EngineRowNumbers):
         for path in self._paths():
             try:
                 st = os.stat(path)
-            except OSError as exc:
-                raise SourceError(f"{path}: {exc.strerror}") from None
+            except OSError as exc:  # (a dangling symlink; a file gone since the listing)
+                link = self._dangling.get(path)
+                why = f"{link}: a symlink to {path}, which does not exist" if link else f"{path}: {exc.strerror}"
+                units.append(self._unreadable_unit(path, why))
+                continue
             first = seen.setdefault((st.st_dev, st.st_ino), path)
             if first != path:  # a hard link, or the same file under a bind mount
                 self.notes.append(f"{path}: the same file as {first} (same device and inode); loaded once")
                 continue
             if not stat.S_ISREG(st.st_mode):
-                raise SourceError(f"{path}: not a regular file")
+                units.append(self._unreadable_unit(path, f"{path}: not a regular file", st))
+                continue
             if not os.access(path, os.R_OK):
-                raise SourceError(f"{path}: permission denied")
+                units.append(self._unreadable_unit(path, f"{path}: permission denied", st))
+                continue
             fmt = detect(path, self.format_override, self.compression_override)
             if self._splits(fmt, st.st_size):
                 assert self.split_bytes is not None
@@ -177,7 +188,19 @@ class FileSource(SourceBase, EngineRowNumbers):
                     )
                 continue
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
+        if units and all(u.key in self._unreadable for u in units):
+            raise SourceError(self._unreadable[units[0].key])  # nothing to load: as a wrong path
         return units
+
+    def _unreadable_unit(self, path: str, why: str, st: os.stat_result | None = None) -> Unit:
+        """A file listing found but no one can read: it fails alone when the load gets to it
+        (the others load), named with `why`."""
+        self._unreadable[path] = why
+        fmt = detect(path, self.format_override, self.compression_override)
+        return Unit(key=path, size=st.st_size if st else 0, mtime_ns=st.st_mtime_ns if st else 0, fmt=fmt)
+
+    def unreadable(self, unit: Unit) -> str | None:
+        return self._unreadable.get(unit.source_name)
 
     def _splits(self, fmt: FileFormat, size: int) -> bool:
         return (

@@ -41,7 +41,8 @@ def open_target(
 
     `existing`: commands that read (status, query, export) open only a directory that holds a
     database, so a typo is an error instead of a new empty database (or the engine's files in a
-    user's own directory); `empty_ok` also takes an empty directory (query: tables made first)."""
+    user's own directory), and read one that cannot be written (a read-only mount) read-only;
+    `empty_ok` also takes an empty directory (query: tables made first)."""
     spec = spec or os.environ.get("CHUTE_TARGET")
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
@@ -60,7 +61,7 @@ def open_target(
         check_database(spec, empty_ok)
     from chute.targets.embedded import EmbeddedTarget
 
-    return EmbeddedTarget(spec)
+    return EmbeddedTarget(spec, reading=existing)
 
 
 def check_database(path: str, empty_ok: bool = False) -> None:

@@ -22,8 +22,8 @@ from chute.units import Unit
 
 
 class EmbeddedTarget:
-    def __init__(self, path: str) -> None:
-        self._engine = open_engine(path)
+    def __init__(self, path: str, reading: bool = False) -> None:
+        self._engine = open_engine(path, reading=reading)
         self.path = path
         self._merge_tree_settings: frozenset[str] | None = None
 

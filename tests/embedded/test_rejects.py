@@ -175,8 +175,11 @@ def test_files_that_change_or_vanish_during_the_load(tmp_path: Path, target: str
         p.write_text("".join(f'{{"id": {i * 10 + k}, "small": 1, "name": "n"}}\n' for k in range(10)))
         paths.append(p)
 
+    meddled: list[int] = []
+
     def meddle(files_done: int, rows: int, bytes_done: int) -> None:
-        if files_done == 1:
+        if files_done == 1 and not meddled:  # (told within a batch too: once is enough)
+            meddled.append(files_done)
             paths[1].write_text(paths[1].read_text() + '{"id": 99, "small": 1, "name": "late"}\n')
             paths[2].unlink()
 
