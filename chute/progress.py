@@ -14,8 +14,6 @@ import time
 from types import TracebackType
 from typing import Any
 
-from chute.report import human_bytes
-
 
 class Progress:
     def __init__(self, enabled: bool, console: Any = None, label: str = "", unit: str = "files") -> None:
@@ -91,7 +89,8 @@ class Progress:
         rate = bytes_done / seconds
         left = max(0, self._total - bytes_done) / rate
         minutes, secs = divmod(round(left), 60)
-        return {"rate": f"{human_bytes(rate)}/s", "eta": f"{minutes // 60}:{minutes % 60:02d}:{secs:02d} left"}
+        # MiB/s whatever the rate, as the final report's speed line says it.
+        return {"rate": f"{rate / 2**20:.1f} MiB/s", "eta": f"{minutes // 60}:{minutes % 60:02d}:{secs:02d} left"}
 
     def render(self) -> Any:
         """What the bar shows now (for tests and other renderers); None before start."""
