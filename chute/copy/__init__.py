@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from chute.copy.cluster import CLUSTER_DDL_SETTINGS, check_cluster, sharded_source
 from chute.copy.copier import Copier
+from chute.copy.guard import RunGuard
 from chute.copy.methods import METHODS, Mover, choose
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
 from chute.copy.plan import CopyUnit, dest_partitions, list_units
@@ -76,8 +77,11 @@ def copy(
     units = list_units(src, src_table, facts, opts.partitions, opts.where, opts.rows_per_range, part_sources)
     report.method, report.method_reason = choose(opts.method, src, dst, same, columns)
     mover = Mover(src, dst, src_table, columns, mapped.source_types, report.method)
-    ledger = Ledger(dst, dst_table, Books(dst, dst_table, opts.cluster))
-    copier = Copier(src, dst, src_table, dst_table, columns, mapped.source_types, mover, ledger, opts)
+    books = Books(dst, dst_table, opts.cluster)
+    ledger = Ledger(dst, dst_table, books)
+    # (a server can be written by other runs at once; one process opens an embedded directory)
+    guard = RunGuard(dst, dst_table, books) if dst.is_server and not opts.dry_run else None
+    copier = Copier(src, dst, src_table, dst_table, columns, mapped.source_types, mover, ledger, opts, guard)
     entries = ledger.latest([u.key for u in units]) if existing is not None and ledger.exists() else {}
     held = dest_partitions(dst, dst_table) if entries else {}
     todo, skipped = copier.sort_out(units, entries, held)
@@ -92,10 +96,18 @@ def copy(
         if on_ddl is not None:
             on_ddl(report.ddl)
     ledger.ensure()
-    Stage.drop_stale(dst, dst_table)  # those a killed run left
     if on_plan is not None:
         on_plan(len(todo), sum(u.bytes for u in todo))
-    copier.run(todo, report, progress)
+    if guard is None:
+        Stage.drop_stale(dst, dst_table)  # those a killed run left
+        copier.run(todo, report, progress)
+    else:
+        guard.start()  # the stages of killed runs go; those of runs alive stay
+        try:
+            with guard.claims.heartbeat():
+                copier.run(todo, report, progress)
+        finally:
+            guard.finish()
     report.units.sort(key=lambda u: u.unit)
     report.wire_bytes = mover.wire_bytes
     report.seconds = time.monotonic() - started

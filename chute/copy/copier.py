@@ -25,6 +25,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from chute.copy.figures import Figures, figures_sql, read_figures
+from chute.copy.guard import RunGuard
 from chute.copy.methods import Mover
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
 from chute.copy.plan import CopyUnit
@@ -71,6 +72,7 @@ class Copier:
         mover: Mover,
         ledger: Ledger,
         options: CopyOptions,
+        guard: RunGuard | None = None,
     ) -> None:
         self.source = source
         self.dest = dest
@@ -81,10 +83,15 @@ class Copier:
         self.mover = mover
         self.ledger = ledger
         self.options = options
+        self.guard = guard
+        """This run's claims on the destination (a server's): other copies into it wait."""
+        self.owner = guard.owner if guard is not None else ""
         self.load_id = uuid.uuid4().hex
         self.shared: TableName | None = None
         """The stage the partition units share (None: each unit makes its own)."""
         self.measures: ThreadPoolExecutor | None = None
+        self.seen: dict[str, LedgerEntry] = {}
+        """The ledger's rows as this run first read them (see `copied_meanwhile`)."""
         self._pending: list[tuple[Unit, str, int, str]] = []
         self._pending_lock = threading.Lock()
         self._flushed = time.monotonic()
@@ -108,6 +115,7 @@ class Copier:
         changed is measured: the same figures as recorded (a merge) keep it skipped. A partition
         the destination no longer holds as copied (`held`: its rows per partition; dropped,
         truncated) is copied again."""
+        self.seen = dict(entries)
         todo: list[CopyUnit] = []
         skipped: list[UnitResult] = []
         refreshed: list[tuple[CopyUnit, Figures]] = []
@@ -147,7 +155,11 @@ class Copier:
         context = "copying into a stage"
         # (merges of the stage's parts would take cores from the copy: they move on whole)
         sync = not self.dest.is_server
-        stage = Stage(self.dest, self.dest_table, context, drop_sync=sync, hold_merges=True) if shares else None
+        stage = (
+            Stage(self.dest, self.dest_table, context, drop_sync=sync, hold_merges=True, owner=self.owner)
+            if shares
+            else None
+        )
         with (
             stage or contextlib.nullcontext(),
             ThreadPoolExecutor(workers) as pool,
@@ -175,6 +187,11 @@ class Copier:
         copy: Figures | None = None
         error = ""
         tries = 0
+        if self.guard is not None:
+            theirs = self.guard.take(unit, lambda: self.copied_meanwhile(unit))
+            if theirs is not None:
+                reason = "copied by another run of chute copy meanwhile"
+                return self._result(unit, "skipped", theirs, theirs, seconds=time.monotonic() - started, reason=reason)
         for tries in range(1, max(1, self.options.tries) + 1):
             try:
                 source, copy = self._try(unit, again=tries > 1)
@@ -191,6 +208,20 @@ class Copier:
         self.note(unit, "failed", source or Figures(0, 0), error)
         reason = f"{error} after {tries} tries" if tries > 1 else error
         return self._result(unit, "failed", source, copy, tries, time.monotonic() - started, reason)
+
+    def copied_meanwhile(self, unit: CopyUnit) -> Figures | None:
+        """The figures the ledger now has for the unit `done` from the parts it has now (by
+        another run), else None."""
+        entry = self.ledger.latest([unit.key]).get(unit.key)
+        if entry is None:
+            return None
+        seen = self.seen.get(unit.key)
+        if seen is not None and seen.seq == entry.seq:
+            return None  # the row this run read first (a copy the destination no longer holds)
+        was = recorded(entry)
+        if was is None or not unit.signature or was[1] != unit.signature:
+            return None
+        return was[0]
 
     def note(self, unit: CopyUnit, state: str, figures: Figures, error: str = "") -> None:
         """A unit's outcome into the ledger, in batches: one insert every LEDGER_SECONDS, not one
@@ -216,6 +247,9 @@ class Copier:
                     rows={p[0].key: p[2] for p in rows},
                     errors={p[0].key: p[3] for p in rows if p[3]},
                 )
+        if self.guard is not None:
+            # (after the ledger row: a run that waited on these reads it)
+            self.guard.release([p[0].key for p in pending])
 
     def _try(self, unit: CopyUnit, again: bool) -> tuple[Figures, Figures]:
         """One copy of the unit into a stage: (the source's figures, the stage's). The stage's
@@ -228,7 +262,7 @@ class Copier:
                     f"ALTER TABLE {shared.sql} DROP PARTITION ID {quote_str(unit.partition_id)}", context=context
                 )
             return self._copy_into(unit, shared, unit.partition_filter, context)
-        with Stage(self.dest, self.dest_table, context, drop_sync=not self.dest.is_server) as stage:
+        with Stage(self.dest, self.dest_table, context, drop_sync=not self.dest.is_server, owner=self.owner) as stage:
             assert stage.table is not None  # (the destination is a MergeTree: checked before)
             return self._copy_into(unit, stage.table, "1", context)
 
@@ -252,6 +286,8 @@ class Copier:
         return before, copy
 
     def _move_in(self, unit: CopyUnit, stage: TableName, context: str) -> None:
+        if self.guard is not None:
+            self.guard.check()  # (a run whose claim lapsed may no longer write the unit)
         if unit.key_range is None and stage == self.shared:
             # A stage of rows as the source's types: the same partition id.
             command = f"REPLACE PARTITION ID {quote_str(unit.partition_id)} FROM {stage.sql}"

@@ -258,6 +258,28 @@ def test_kill_9_then_the_same_command_gives_an_equal_table(ends: tuple[str, str]
     assert leftovers == "0\n"
 
 
+def test_two_copies_into_one_table_at_once_neither_drops_the_other(ends: tuple[str, str]) -> None:
+    """Two real processes copy into one table at once: each partition is copied by one of them
+    (the other waits for its claim, then skips it), no stage of the other is dropped."""
+    source, dest = ends
+    servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=20000, n=200000))
+    command = [sys.executable, "-m", "chute", "copy", "src", "--from", source, "--to", dest, "--json"]
+    command += ["--method", "stream"]  # (18.16 pulls nothing of Decimal(18, 4) anyway)
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)  # (the first has its stage and claims by now)
+    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for proc, (_, err) in zip((first, second), outs, strict=True):
+        assert proc.returncode == 0, err
+    reports = [json.loads(out) for out, _ in outs]
+    copied = [{u["partition"] for u in r["units"] if u["state"] == "copied"} for r in reports]
+    assert not copied[0] & copied[1] and len(copied[0] | copied[1]) == 6, copied
+    assert all(r["ok"] and r["partitions_failed"] == 0 for r in reports)
+    assert dump(dest, "src") == dump(source, "src")
+    leftovers = servers.server_query(dest, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%'")
+    assert leftovers == "0\n"
+
+
 def test_public_name(ends: tuple[str, str]) -> None:
     source, dest = ends
     assert chute.copy("src", source, dest, chute.CopyOptions(partitions=("202403",))).rows_copied > 0
