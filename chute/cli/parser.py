@@ -335,7 +335,7 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
         default="auto",
         choices=("auto", "pull", "stream"),
         help="pull (the destination reads the source), stream (chute passes the Native blocks through), "
-        "auto (pull where the destination reaches the source, else stream)",
+        "auto (pull where the destination reaches the source and it has no password, else stream)",
     )
     c.add_argument(
         "--dry-run", action="store_true", help="list the partitions, rows, sizes and the method; write nothing"

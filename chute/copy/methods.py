@@ -2,7 +2,9 @@
 
 - pull: the destination reads the source itself, `INSERT ... SELECT FROM
   url(<the source's HTTP interface>, Native)`: no row crosses chute. A server
-  destination runs it when it can reach the source (probed once); the embedded
+  destination runs it when it can reach the source (probed once) and the source
+  has no password (the url() call carries it, and the destination's query_log
+  keeps the calls it runs): `--method pull` pulls anyway; the embedded
   destination is this process's engine, so it always pulls from a server.
 - stream: chute sends the source's `SELECT ... FORMAT Native` (compressed
   blocks, as the server sends them with `compress=1`) into the destination's
@@ -166,6 +168,12 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
         return "stream", "the source is embedded: chute streams its Native blocks to the destination"
     if asked == "stream":
         return "stream", "asked (--method stream)"
+    if asked == "auto" and _password(source):
+        # (not even probed: the probe is a url() call with the password too)
+        return "stream", (
+            "the source has a password, and pulling would put it in the url() call the destination runs "
+            "(its query_log keeps it): chute streams the rows (--method pull to pull anyway)"
+        )
     reach = _unreadable_structure(dest, columns) or _reaches(source, dest)
     if reach is None:
         return "pull", ("asked (--method pull)" if asked == "pull" else "the destination reaches the source") + (
@@ -174,6 +182,10 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
     if asked == "pull":
         raise UsageError(f"--method pull: the destination cannot read the source: {reach}")
     return "stream", f"the destination cannot pull: {reach}; chute streams the rows"
+
+
+def _password(source: Target) -> bool:
+    return isinstance(source, ServerTarget) and bool(source.address.password)
 
 
 def _reaches(source: Target, dest: Target) -> str | None:

@@ -98,6 +98,21 @@ def test_pull_where_the_destination_reads_the_source(ends: tuple[str, str]) -> N
     assert not copy("simple", source, dest).copied
 
 
+def test_a_source_with_a_password_streams_unless_pull_is_asked(ends: tuple[str, str]) -> None:
+    """Pull would put the source's password in the url() call the destination runs (and logs)."""
+    source, dest = ends
+    servers.server_query(
+        source, "CREATE TABLE simple ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY id AS SELECT id, ts FROM src"
+    )
+    secret = source.replace("http://", f"http://{servers.TEST_USER}:{servers.TEST_PASSWORD}@")
+    report = copy("simple", secret, dest)
+    assert report.ok and report.method == "stream" and "password" in report.method_reason
+    assert servers.TEST_PASSWORD not in report.to_json()
+    pulled = copy("simple", secret, dest, CopyOptions(dest_table="pulled", method="pull"))
+    assert pulled.ok and pulled.method == "pull" and pulled.wire_bytes == 0
+    assert dump(dest, "pulled") == dump(dest, "simple") == dump(source, "simple")
+
+
 def test_stream_sends_no_more_than_the_source_compressed(ends: tuple[str, str]) -> None:
     source, dest = ends
     report = copy("src", source, dest, CopyOptions(method="stream", dest_table="copied"))
