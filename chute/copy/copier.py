@@ -29,6 +29,7 @@ from chute.copy.guard import RunGuard
 from chute.copy.methods import Mover
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
 from chute.copy.plan import CopyUnit
+from chute.copy.shards import DestShards
 from chute.errors import ChuteError
 from chute.formats import FileFormat
 from chute.load.ledger import Ledger, LedgerEntry
@@ -73,6 +74,7 @@ class Copier:
         ledger: Ledger,
         options: CopyOptions,
         guard: RunGuard | None = None,
+        shards: DestShards | None = None,
     ) -> None:
         self.source = source
         self.dest = dest
@@ -86,6 +88,8 @@ class Copier:
         self.guard = guard
         """This run's claims on the destination (a server's): other copies into it wait."""
         self.owner = guard.owner if guard is not None else ""
+        self.shards = shards
+        """A Distributed destination's shards: each unit written by shard (None: one table)."""
         self.load_id = uuid.uuid4().hex
         self.shared: TableName | None = None
         """The stage the partition units share (None: each unit makes its own)."""
@@ -102,9 +106,9 @@ class Copier:
         sql = figures_sql(self.table.sql, unit.where, self.columns, self.source_types)
         return read_figures(self.source.rows(sql, context=f"measuring the source's {unit.partition}")[0])
 
-    def stage_figures(self, stage: TableName, unit: CopyUnit, held: str = "1") -> Figures:
+    def stage_figures(self, stage: TableName, unit: CopyUnit, held: str = "1", dest: Target | None = None) -> Figures:
         sql = figures_sql(stage.sql, held, self.columns)
-        return read_figures(self.dest.rows(sql, context=f"measuring the copy of {unit.partition}")[0])
+        return read_figures((dest or self.dest).rows(sql, context=f"measuring the copy of {unit.partition}")[0])
 
     # -- what to copy ---------------------------------------------------------
 
@@ -151,7 +155,7 @@ class Copier:
         todo = sorted(todo, key=lambda u: -u.rows)  # the big ones first: the last to end are small
         # Partitions of one table share a stage (each unit has its partition in it): no table
         # made and dropped per unit. Not where a cast may give the rows other partition ids.
-        shares = any(u.replaces_partition for u in todo) and self.columns_as_source
+        shares = any(u.replaces_partition for u in todo) and self.columns_as_source and self.shards is None
         context = "copying into a stage"
         # (merges of the stage's parts would take cores from the copy: they move on whole)
         sync = not self.dest.is_server
@@ -255,6 +259,8 @@ class Copier:
         """One copy of the unit into a stage: (the source's figures, the stage's). The stage's
         rows move in only when they are equal. The source is measured while its rows are read."""
         context = f"copying {unit.partition}"
+        if self.shards is not None:
+            return self._try_by_shard(unit, context)
         shared = self.shared if unit.replaces_partition else None
         if shared is not None:
             if again:  # (what the last try left of this partition)
@@ -285,32 +291,90 @@ class Copier:
         self._move_in(unit, stage, context)
         return before, copy
 
-    def _move_in(self, unit: CopyUnit, stage: TableName, context: str) -> None:
+    def _try_by_shard(self, unit: CopyUnit, context: str) -> tuple[Figures, Figures]:
+        """One copy of the unit into a stage on each shard it has rows for (see chute.copy.shards);
+        the stages' figures summed must equal the source's before any shard's partition moves."""
+        assert self.shards is not None
+        places = self.shards.places
+        conditions = self.shards.conditions(unit)
+        with contextlib.ExitStack() as stack:
+            stages: list[TableName | None] = []
+            for place, condition in zip(places, conditions, strict=True):
+                made = None
+                if condition is not None:
+                    stage = Stage(place.target, place.table, context, drop_sync=False, owner=self.owner)
+                    made = stack.enter_context(stage).table
+                stages.append(made)
+            measuring = self.measures.submit(self.source_figures, unit) if self.measures is not None else None
+            try:
+                for place, condition, made in zip(places, conditions, stages, strict=True):
+                    if made is not None:
+                        self.mover.write(f"({unit.where}) AND ({condition})", made, context, place.target)
+            finally:
+                before = measuring.result() if measuring is not None else self.source_figures(unit)
+            counts = [
+                self.stage_figures(made, unit, dest=place.target) if made is not None else Figures(0, 0)
+                for place, made in zip(places, stages, strict=True)
+            ]
+            copy = Figures(sum(f.rows for f in counts), sum(f.checksum for f in counts) % 2**64)
+            if copy != before:
+                after = self.source_figures(unit)
+                if copy != after:
+                    return after, copy
+                before = after
+            for place, made, figures in zip(places, stages, counts, strict=True):
+                if made is not None and figures.rows:
+                    self._move_in(unit, made, context, place.target, place.table)
+                else:
+                    self._clear(unit, place.target, place.table, context)
+            return before, copy
+
+    def _clear(self, unit: CopyUnit, dest: Target, table: TableName, context: str) -> None:
+        """A shard that gets none of the unit's rows: what it holds of the unit goes."""
+        if self.guard is not None:
+            self.guard.check()
+        if unit.key_range is None:
+            dest.execute(f"ALTER TABLE {table.sql} DROP PARTITION ID {quote_str(unit.partition_id)}", context=context)
+            return
+        condition = unit.key_range[0]
+        left = dest.rows(f"SELECT count() AS n FROM {table.sql} WHERE {condition}", context=context)
+        if int(str(left[0]["n"])):
+            dest.mutate(table, f"DELETE WHERE {condition}", context)
+
+    def _move_in(
+        self,
+        unit: CopyUnit,
+        stage: TableName,
+        context: str,
+        target: Target | None = None,
+        table: TableName | None = None,
+    ) -> None:
         if self.guard is not None:
             self.guard.check()  # (a run whose claim lapsed may no longer write the unit)
+        dest, dest_table = target or self.dest, table or self.dest_table
         if unit.key_range is None and stage == self.shared:
             # A stage of rows as the source's types: the same partition id.
             command = f"REPLACE PARTITION ID {quote_str(unit.partition_id)} FROM {stage.sql}"
-            self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {command}", context=context)
+            dest.execute(f"ALTER TABLE {dest_table.sql} {command}", context=context)
             return
         if unit.key_range is not None:
             condition = unit.key_range[0]
-            left = self.dest.rows(f"SELECT count() AS n FROM {self.dest_table.sql} WHERE {condition}", context=context)
+            left = dest.rows(f"SELECT count() AS n FROM {dest_table.sql} WHERE {condition}", context=context)
             if int(str(left[0]["n"])):
                 # An earlier copy of this range (or rows put there otherwise): replaced, not doubled.
-                self.dest.mutate(self.dest_table, f"DELETE WHERE {condition}", context)
+                dest.mutate(dest_table, f"DELETE WHERE {condition}", context)
             command = f"ATTACH PARTITION ID {quote_str(unit.partition_id)} FROM {stage.sql}"
-            self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {command}", context=context)
+            dest.execute(f"ALTER TABLE {dest_table.sql} {command}", context=context)
             return
         database = quote_str(stage.database) if stage.database else "currentDatabase()"
-        found = self.dest.rows(
+        found = dest.rows(
             f"SELECT DISTINCT partition_id FROM system.parts WHERE active AND database = {database} "
             f"AND table = {quote_str(stage.table)}",
             context=context,
         )
         ids = sorted({str(r["partition_id"]) for r in found} | {unit.partition_id})
         commands = ", ".join(f"REPLACE PARTITION ID {quote_str(pid)} FROM {stage.sql}" for pid in ids)
-        self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {commands}", context=context)
+        dest.execute(f"ALTER TABLE {dest_table.sql} {commands}", context=context)
 
     def _result(
         self,

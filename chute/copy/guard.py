@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from chute.copy.plan import CopyUnit
@@ -42,13 +42,16 @@ class RunGuard:
         """The tag of this run's stage tables (12 hex digits: `Stage.drop_stale` reads it)."""
         self.marker = f"run:{self.owner}"
 
-    def start(self) -> None:
-        """Claim the run marker (before any stage exists), then drop the stages of runs gone."""
+    def start(self, shards: Sequence[tuple[Target, TableName]] = ()) -> None:
+        """Claim the run marker (before any stage exists), then drop the stages of runs gone
+        (on the destination, and on the nodes of a Distributed destination's `shards`)."""
         self.claims.ensure()
         won, _ = self.claims.claim([self.marker])
         if not won:  # (a key no other run uses: lost only to a clock gone mad)
             raise RuntimeError("could not claim this copy's run marker")
         Stage.drop_stale(self.dest, self.table, self.live_owners)
+        for node, local in shards:
+            Stage.drop_stale(node, local, self.live_owners)
 
     def live_owners(self) -> set[str]:
         return {h.token.split(".", 1)[0] for h in self.claims.all_live()}

@@ -66,10 +66,12 @@ class Mover:
             items.append(name if source_type == column.type else f"CAST({name}, {quote_str(column.type)}) AS {name}")
         return f"SELECT {', '.join(items)} FROM {self.table.sql} WHERE {where}"
 
-    def write(self, where: str, stage: TableName, context: str) -> None:
+    def write(self, where: str, stage: TableName, context: str, dest: Target | None = None) -> None:
+        """The unit's rows into `stage` of the destination (or of `dest`: a shard's node)."""
+        dest = dest or self.dest
         column_list = ", ".join(quote_ident(c.name) for c in self.columns)
         if self.method == "local":
-            self.dest.execute(f"INSERT INTO {stage.sql} ({column_list}) {self.select(where)}", context=context)
+            dest.execute(f"INSERT INTO {stage.sql} ({column_list}) {self.select(where)}", context=context)
         elif self.method == "pull":
             url = source_url(self.source, self.select(where))
             # (18.16 reads a backquote in a structure as part of the name: plain names go bare)
@@ -77,14 +79,14 @@ class Mover:
             reading = f"url({quote_str(url)}, 'Native', {quote_str(structure)})"
             sql = f"INSERT INTO {stage.sql} ({column_list}) SELECT * FROM {reading}"
             try:
-                self.dest.execute(sql, context=context)
+                dest.execute(sql, context=context)
             except ChuteError as exc:
                 raise scrubbed(exc, self.source) from None
         else:
-            assert isinstance(self.dest, ServerTarget)
+            assert isinstance(dest, ServerTarget)
             body = self._counted(self._source_blocks(where, context))
             statement = f"INSERT INTO {stage.sql} ({column_list}) FORMAT Native"
-            self.dest.client.insert(statement, body, context=context, native_compressed=True)
+            dest.client.insert(statement, body, context=context, native_compressed=True)
 
     def _source_blocks(self, where: str, context: str) -> Iterator[bytes]:
         """The source's compressed Native blocks of a unit, as they come."""
