@@ -27,6 +27,8 @@ def copy_command(args: argparse.Namespace) -> int:
         shard_by=args.shard_by,
         nodes=tuple(args.node or ()),
         dest_nodes=tuple(args.to_node or ()),
+        via=args.via,
+        s3_endpoint=args.s3_endpoint,
         source_password_file=args.from_password_file,
         dest_password_file=args.to_password_file,
         insecure=args.insecure,

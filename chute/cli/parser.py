@@ -333,10 +333,17 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
     c.add_argument(
         "--method",
         default="auto",
-        choices=("auto", "pull", "stream"),
+        choices=("auto", "pull", "stream", "files"),
         help="pull (the destination reads the source), stream (chute passes the Native blocks through), "
+        "files (each partition through a file in --via), "
         "auto (pull where the destination reaches the source and it has no password, else stream)",
     )
+    c.add_argument(
+        "--via",
+        metavar="DIR|s3://BUCKET/PREFIX/",
+        help="with --method files: where each partition's file goes (removed once it is in the destination)",
+    )
+    c.add_argument("--s3-endpoint", help="an s3:// --via: an S3-compatible endpoint, http(s)://host:port")
     c.add_argument(
         "--dry-run", action="store_true", help="list the partitions, rows, sizes and the method; write nothing"
     )

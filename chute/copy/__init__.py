@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from chute.copy.cluster import CLUSTER_DDL_SETTINGS, check_cluster, sharded_source
 from chute.copy.copier import Copier
+from chute.copy.files import Files
 from chute.copy.guard import RunGuard
 from chute.copy.methods import METHODS, Mover, choose
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
@@ -93,6 +94,8 @@ def copy(
         report.ddl = ";\n".join(statements)
     units = list_units(src, src_table, facts, opts.partitions, opts.where, opts.rows_per_range, part_sources)
     report.method, report.method_reason = choose(opts.method, src, dst, same, columns)
+    if (report.method == "files") != bool(opts.via):
+        raise UsageError("--method files goes with --via DIR or s3://bucket/prefix/ (where its files go)")
     mover = Mover(src, dst, src_table, columns, mapped.source_types, report.method)
     books = Books(dst, dst_table, opts.cluster)
     ledger = Ledger(dst, dst_table, books)
@@ -117,17 +120,27 @@ def copy(
     ledger.ensure()
     if on_plan is not None:
         on_plan(len(todo), sum(u.bytes for u in todo))
-    if guard is None:
-        Stage.drop_stale(dst, dst_table)  # those a killed run left
-        copier.run(todo, report, progress)
-    else:
-        # The stages of killed runs go; those of runs alive stay.
-        guard.start([(p.target, p.table) for p in shards.places] if shards is not None else [])
-        try:
-            with guard.claims.heartbeat():
-                copier.run(todo, report, progress)
-        finally:
-            guard.finish()
+    if opts.via:
+        mover.files = Files(opts.via, opts.s3_endpoint)
+    try:
+        if guard is None:
+            Stage.drop_stale(dst, dst_table)  # those a killed run left
+            copier.run(todo, report, progress)
+        else:
+            # The stages of killed runs go; those of runs alive stay.
+            guard.start([(p.target, p.table) for p in shards.places] if shards is not None else [])
+            try:
+                with guard.claims.heartbeat():
+                    copier.run(todo, report, progress)
+            finally:
+                guard.finish()
+    finally:
+        if mover.files is not None:
+            mover.files.close()
+            report.notes.append(
+                f"files in {mover.files.display}: {mover.files.written} written, "
+                f"{mover.files.reused} of a killed run sent without reading the source again"
+            )
     report.units.sort(key=lambda u: u.unit)
     report.wire_bytes = mover.wire_bytes
     report.seconds = time.monotonic() - started

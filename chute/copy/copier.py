@@ -275,11 +275,11 @@ class Copier:
     def _copy_into(self, unit: CopyUnit, stage: TableName, held: str, context: str) -> tuple[Figures, Figures]:
         if self.measures is None:
             before = self.source_figures(unit)
-            self.mover.write(unit.where, stage, context)
+            self.mover.write(unit.where, stage, context, parts=unit.signature)
         else:
             measuring = self.measures.submit(self.source_figures, unit)
             try:
-                self.mover.write(unit.where, stage, context)
+                self.mover.write(unit.where, stage, context, parts=unit.signature)
             finally:
                 before = measuring.result()
         copy = self.stage_figures(stage, unit, held)
@@ -309,7 +309,9 @@ class Copier:
             try:
                 for place, condition, made in zip(places, conditions, stages, strict=True):
                     if made is not None:
-                        self.mover.write(f"({unit.where}) AND ({condition})", made, context, place.target)
+                        self.mover.write(
+                            f"({unit.where}) AND ({condition})", made, context, place.target, unit.signature
+                        )
             finally:
                 before = measuring.result() if measuring is not None else self.source_figures(unit)
             counts = [

@@ -14,6 +14,8 @@
   come out empty (see Capabilities.compressed_output). Works between two
   servers, and from the embedded database to a server; into the embedded
   database, streaming is what its pull does.
+- files (asked only): the stream method's blocks written to a file in a
+  directory or an S3 prefix, then sent from the file (chute.copy.files).
 - local: both ends are the same embedded database: one INSERT ... SELECT.
 
 The source's columns are cast to the destination's types in the source's own
@@ -27,6 +29,7 @@ import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 
+from chute.copy.files import Files
 from chute.errors import ChuteError, UsageError
 from chute.nativecompress import NativeCompressor, pipelined
 from chute.schema import Column
@@ -34,7 +37,7 @@ from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.server import ServerTarget, conversion_settings
 
-METHODS = ("auto", "pull", "stream")
+METHODS = ("auto", "pull", "stream", "files")
 
 
 class Mover:
@@ -48,6 +51,7 @@ class Mover:
         columns: Sequence[Column],
         source_types: Sequence[str],
         method: str,
+        files: Files | None = None,
     ) -> None:
         self.source = source
         self.dest = dest
@@ -55,6 +59,8 @@ class Mover:
         self.columns = list(columns)
         self.source_types = list(source_types)
         self.method = method
+        self.files = files
+        """Where the files method puts each unit's file (`--via`)."""
         self.wire_bytes = 0
         self._lock = threading.Lock()
 
@@ -66,8 +72,9 @@ class Mover:
             items.append(name if source_type == column.type else f"CAST({name}, {quote_str(column.type)}) AS {name}")
         return f"SELECT {', '.join(items)} FROM {self.table.sql} WHERE {where}"
 
-    def write(self, where: str, stage: TableName, context: str, dest: Target | None = None) -> None:
-        """The unit's rows into `stage` of the destination (or of `dest`: a shard's node)."""
+    def write(self, where: str, stage: TableName, context: str, dest: Target | None = None, parts: str = "") -> None:
+        """The unit's rows into `stage` of the destination (or of `dest`: a shard's node);
+        `parts`: the digest of the source's parts the rows are in (names the files method's file)."""
         dest = dest or self.dest
         column_list = ", ".join(quote_ident(c.name) for c in self.columns)
         if self.method == "local":
@@ -82,6 +89,16 @@ class Mover:
                 dest.execute(sql, context=context)
             except ChuteError as exc:
                 raise scrubbed(exc, self.source) from None
+        elif self.method == "files":
+            assert isinstance(dest, ServerTarget) and self.files is not None
+            name = self.files.name(self.source.display_name, str(self.table), self.select(where), parts)
+            if parts and self.files.has(name):
+                self.files.reuse()  # (a killed run's file of the same parts: the source is not read again)
+            else:
+                self.files.write(name, self._counted(self._source_blocks(where, context)))
+            statement = f"INSERT INTO {stage.sql} ({column_list}) FORMAT Native"
+            dest.client.insert(statement, self.files.read(name), context=context, native_compressed=True)
+            self.files.remove(name)  # (in the stage now; a try again writes it anew)
         else:
             assert isinstance(dest, ServerTarget)
             body = self._counted(self._source_blocks(where, context))
@@ -159,7 +176,15 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
     if asked not in METHODS:
         raise UsageError(f"unknown --method {asked!r}: use one of {', '.join(METHODS)}")
     if same:
+        if asked == "files":
+            raise UsageError("--method files: both ends are the same embedded database; copy with auto")
         return "local", "both ends are the same embedded database: one INSERT ... SELECT in the engine"
+    if asked == "files":
+        if not dest.is_server:
+            raise UsageError(
+                "--method files needs a server destination; the embedded one reads the source itself (auto)"
+            )
+        return "files", "asked (--method files): each partition through a file in --via, then into the destination"
     if not dest.is_server:
         if asked == "stream":
             return "pull", "into the embedded database, streaming is its engine reading the source's Native output"

@@ -38,6 +38,10 @@ class CopyOptions:
     dest_nodes: tuple[str, ...] = ()
     """Nodes of the destination's cluster, http(s)://host:port: where a Distributed destination's
     shards are written (default: the cluster's hosts at the destination's port)."""
+    via: str | None = None
+    """The files method: a directory or s3://bucket/prefix/ where each partition's file goes."""
+    s3_endpoint: str | None = None
+    """For an s3:// `via`: an S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)."""
     source_password_file: str | None = None
     dest_password_file: str | None = None
     insecure: bool = False

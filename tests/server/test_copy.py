@@ -16,6 +16,7 @@ import pytest
 
 import chute
 from chute.copy import CopyOptions, copy
+from chute.copy.files import Files
 from chute.copy.methods import Mover
 from chute.engine import close_engines, open_engine
 from chute.errors import SchemaError, UsageError
@@ -113,6 +114,44 @@ def test_a_source_with_a_password_streams_unless_pull_is_asked(ends: tuple[str, 
     assert dump(dest, "pulled") == dump(dest, "simple") == dump(source, "simple")
 
 
+def test_files_method_through_a_directory(
+    ends: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--method files --via DIR: each partition through a file, removed once in the destination;
+    a file a run left (killed before it removed it) is sent again without reading the source."""
+    source, dest = ends
+    via = tmp_path / "via"
+    options = CopyOptions(method="files", via=str(via))
+    report = copy("src", source, dest, options)
+    assert report.ok and report.method == "files" and len(report.copied) == 6 and report.wire_bytes > 0
+    assert dump(dest, "src") == dump(source, "src") and not list(via.iterdir())
+    assert not copy("src", source, dest, options).copied
+    # A run whose files stay (as a kill leaves them), then another into a new table takes them.
+    monkeypatch.setattr(Files, "remove", lambda self, name: None)
+    copy("src", source, dest, CopyOptions(method="files", via=str(via), dest_table="first"))
+    assert len(list(via.iterdir())) == 6
+    monkeypatch.undo()
+    taken = copy("src", source, dest, CopyOptions(method="files", via=str(via), dest_table="second"))
+    assert taken.ok and len(taken.copied) == 6 and taken.wire_bytes == 0, taken.notes
+    assert "6 of a killed run" in " ".join(taken.notes)
+    assert dump(dest, "second") == dump(source, "src") and not list(via.iterdir())
+    with pytest.raises(UsageError, match="--via"):
+        copy("src", source, dest, CopyOptions(method="files", dest_table="third"))
+
+
+def test_partitions_by_a_date_column(ends: tuple[str, str]) -> None:
+    """18.16 prints a Date partition bare (2024-01-01): read as a date, not as 2022."""
+    source, dest = ends
+    servers.server_query(
+        source,
+        "CREATE TABLE daily ENGINE = MergeTree PARTITION BY day ORDER BY id AS "
+        "SELECT id, day FROM src WHERE day < '2024-01-11'",
+    )
+    report = copy("daily", source, dest)
+    assert report.ok and len(report.copied) == 10 and report.rows_copied > 0
+    assert dump(dest, "daily") == dump(source, "daily")
+
+
 def test_stream_sends_no_more_than_the_source_compressed(ends: tuple[str, str]) -> None:
     source, dest = ends
     report = copy("src", source, dest, CopyOptions(method="stream", dest_table="copied"))
@@ -181,8 +220,8 @@ def test_a_copy_that_differs_fails_with_both_figures(ends: tuple[str, str], monk
     source, dest = ends
     real = Mover.write
 
-    def and_one_more(self, where, stage, context):  # type: ignore[no-untyped-def]
-        real(self, where, stage, context)
+    def and_one_more(self, where, stage, context, **more):  # type: ignore[no-untyped-def]
+        real(self, where, stage, context, **more)
         servers.server_query(dest, f"INSERT INTO {stage.sql} SELECT * FROM {stage.sql} LIMIT 1")
 
     monkeypatch.setattr(Mover, "write", and_one_more)
@@ -201,12 +240,12 @@ def test_rows_added_during_a_copy_are_copied_on_the_next_try(
     real = Mover.write
     calls: list[int] = []
 
-    def live(self, where, stage, context):  # type: ignore[no-untyped-def]
+    def live(self, where, stage, context, **more):  # type: ignore[no-untyped-def]
         # A writer adds rows to the partition during the first copy: one before it reads the
         # source (the copy has it, the first figures not), one after (the copy lacks it).
         if not calls:
             servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=500000, n=1))
-        real(self, where, stage, context)
+        real(self, where, stage, context, **more)
         if not calls:
             servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=600000, n=1))
         calls.append(1)
