@@ -128,7 +128,8 @@ def copy(
             copier.run(todo, report, progress)
         else:
             # The stages of killed runs go; those of runs alive stay.
-            guard.start([(p.target, p.table) for p in shards.places] if shards is not None else [])
+            nodes = [(p.target, p.table) for p in shards.places] if shards is not None else []
+            guard.start([u.key for u in todo], nodes)
             try:
                 with guard.claims.heartbeat():
                     copier.run(todo, report, progress)

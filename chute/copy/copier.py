@@ -153,6 +153,8 @@ class Copier:
         workers = max(1, min(self.options.workers or default, len(todo) or 1))
         done, rows, size = 0, 0, 0
         todo = sorted(todo, key=lambda u: -u.rows)  # the big ones first: the last to end are small
+        if self.guard is not None:
+            todo = self._not_copied_meanwhile(todo, report)
         # Partitions of one table share a stage (each unit has its partition in it): no table
         # made and dropped per unit. Not where a cast may give the rows other partition ids.
         shares = any(u.replaces_partition for u in todo) and self.columns_as_source and self.shards is None
@@ -213,10 +215,29 @@ class Copier:
         reason = f"{error} after {tries} tries" if tries > 1 else error
         return self._result(unit, "failed", source, copy, tries, time.monotonic() - started, reason)
 
-    def copied_meanwhile(self, unit: CopyUnit) -> Figures | None:
-        """The figures the ledger now has for the unit `done` from the parts it has now (by
-        another run), else None."""
-        entry = self.ledger.latest([unit.key]).get(unit.key)
+    def _not_copied_meanwhile(self, todo: list[CopyUnit], report: CopyReport) -> list[CopyUnit]:
+        """Of the units claimed at the start, those another run copied since this one read the
+        ledger are skipped (one read of the ledger for all)."""
+        assert self.guard is not None
+        mine = [u for u in todo if u.key in self.guard.mine]
+        fresh = self.ledger.latest([u.key for u in mine]) if mine else {}
+        left, theirs = [], []
+        for unit in todo:
+            figures = self._newer_done(unit, fresh.get(unit.key)) if unit.key in fresh else None
+            if figures is None:
+                left.append(unit)
+                continue
+            theirs.append(unit.key)
+            reason = "copied by another run of chute copy meanwhile"
+            report.units.append(self._result(unit, "skipped", figures, figures, reason=reason))
+        if theirs:
+            self.guard.mine.difference_update(theirs)
+            self.guard.release(theirs)
+        return left
+
+    def _newer_done(self, unit: CopyUnit, entry: LedgerEntry | None) -> Figures | None:
+        """The figures of a `done` ledger row newer than the one this run first read, written
+        from the parts the unit has now (by another run); else None."""
         if entry is None:
             return None
         seen = self.seen.get(unit.key)
@@ -226,6 +247,11 @@ class Copier:
         if was is None or not unit.signature or was[1] != unit.signature:
             return None
         return was[0]
+
+    def copied_meanwhile(self, unit: CopyUnit) -> Figures | None:
+        """The figures the ledger now has for the unit `done` from the parts it has now (by
+        another run), else None."""
+        return self._newer_done(unit, self.ledger.latest([unit.key]).get(unit.key))
 
     def note(self, unit: CopyUnit, state: str, figures: Figures, error: str = "") -> None:
         """A unit's outcome into the ledger, in batches: one insert every LEDGER_SECONDS, not one

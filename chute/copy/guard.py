@@ -13,6 +13,7 @@ live (`guard`): a run that lost its lease copies nothing in.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -41,17 +42,23 @@ class RunGuard:
         self.owner = self.claims.load
         """The tag of this run's stage tables (12 hex digits: `Stage.drop_stale` reads it)."""
         self.marker = f"run:{self.owner}"
+        self.mine: set[str] = set()
+        """Units claimed at the start (one insert for all: an 18.16 insert is not cheap)."""
+        self._lock = threading.Lock()
 
-    def start(self, shards: Sequence[tuple[Target, TableName]] = ()) -> None:
-        """Claim the run marker (before any stage exists), then drop the stages of runs gone
-        (on the destination, and on the nodes of a Distributed destination's `shards`)."""
+    def start(self, keys: Sequence[str], shards: Sequence[tuple[Target, TableName]] = ()) -> set[str]:
+        """Claim the run marker and the units `keys` (before any stage exists; one insert), then
+        drop the stages of runs gone (on the destination, and on the nodes of a Distributed
+        destination's `shards`). The units won; the others are claimed one by one (`take`)."""
         self.claims.ensure()
-        won, _ = self.claims.claim([self.marker])
-        if not won:  # (a key no other run uses: lost only to a clock gone mad)
+        won, _ = self.claims.claim([self.marker, *keys])
+        if self.marker not in won:  # (a key no other run uses: lost only to a clock gone mad)
             raise RuntimeError("could not claim this copy's run marker")
+        self.mine = set(won) - {self.marker}
         Stage.drop_stale(self.dest, self.table, self.live_owners)
         for node, local in shards:
             Stage.drop_stale(node, local, self.live_owners)
+        return set(self.mine)
 
     def live_owners(self) -> set[str]:
         return {h.token.split(".", 1)[0] for h in self.claims.all_live()}
@@ -60,6 +67,10 @@ class RunGuard:
         """Claim `unit`, waiting while another run holds it: None when this run is to copy it,
         else what `copied_meanwhile` says of the copy another run made since this one read the
         ledger (asked once the claim is won: the other run wrote its ledger row before it let go)."""
+        with self._lock:
+            if unit.key in self.mine:
+                self.mine.discard(unit.key)
+                return None  # (claimed at the start; the ledger was read after: see Copier.run)
         rng = random.Random()
         while True:
             won, _ = self.claims.claim([unit.key])
