@@ -154,7 +154,7 @@ class Copier:
         done, rows, size = 0, 0, 0
         todo = sorted(todo, key=lambda u: -u.rows)  # the big ones first: the last to end are small
         if self.guard is not None:
-            todo = self._not_copied_meanwhile(todo, report)
+            todo = self.guard.first(self._not_copied_meanwhile(todo, report))
         # Partitions of one table share a stage (each unit has its partition in it): no table
         # made and dropped per unit. Not where a cast may give the rows other partition ids.
         shares = any(u.replaces_partition for u in todo) and self.columns_as_source and self.shards is None
@@ -194,7 +194,7 @@ class Copier:
         error = ""
         tries = 0
         if self.guard is not None:
-            theirs = self.guard.take(unit, lambda: self.copied_meanwhile(unit))
+            theirs = self.guard.take(unit, lambda: self.copied_meanwhile(unit), lambda: self.flush(force=True))
             if theirs is not None:
                 reason = "copied by another run of chute copy meanwhile"
                 return self._result(unit, "skipped", theirs, theirs, seconds=time.monotonic() - started, reason=reason)

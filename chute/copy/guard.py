@@ -63,23 +63,33 @@ class RunGuard:
     def live_owners(self) -> set[str]:
         return {h.token.split(".", 1)[0] for h in self.claims.all_live()}
 
-    def take(self, unit: CopyUnit, copied_meanwhile: Callable[[], T | None]) -> T | None:
+    def take(self, unit: CopyUnit, copied_meanwhile: Callable[[], T | None], waiting: Callable[[], None]) -> T | None:
         """Claim `unit`, waiting while another run holds it: None when this run is to copy it,
         else what `copied_meanwhile` says of the copy another run made since this one read the
-        ledger (asked once the claim is won: the other run wrote its ledger row before it let go)."""
+        ledger (asked once the claim is won: the other run wrote its ledger row before it let go).
+
+        No deadlock: a run reaches units it did not claim at the start only once all those it
+        did are under way (`first`), and it lets go of those it finished (`waiting`: the ledger
+        rows written, the claims released) before each wait; a unit won here is copied at once."""
         with self._lock:
             if unit.key in self.mine:
                 self.mine.discard(unit.key)
                 return None  # (claimed at the start; the ledger was read after: see Copier.run)
         rng = random.Random()
         while True:
-            won, _ = self.claims.claim([unit.key])
+            # (a read while another run holds it: no claim row written each time it looks)
+            won = [] if self.claims.holders([unit.key]) else self.claims.claim([unit.key])[0]
             if won:
                 theirs = copied_meanwhile()
                 if theirs is not None:
                     self.claims.release([unit.key])
                 return theirs
+            waiting()
             time.sleep(WAIT_SECONDS * rng.uniform(0.5, 1.5))
+
+    def first(self, units: list[CopyUnit]) -> list[CopyUnit]:
+        """`units` with those claimed at the start first (in their order), then the others."""
+        return [u for u in units if u.key in self.mine] + [u for u in units if u.key not in self.mine]
 
     def check(self) -> None:
         """ClaimLost unless this run's claims are live (just before rows move in)."""

@@ -312,15 +312,16 @@ def test_kill_9_then_the_same_command_gives_an_equal_table(ends: tuple[str, str]
     assert leftovers == "0\n"
 
 
-def test_two_copies_into_one_table_at_once_neither_drops_the_other(ends: tuple[str, str]) -> None:
+@pytest.mark.parametrize("apart", [0.0, 0.2])
+def test_two_copies_into_one_table_at_once_neither_drops_the_other(ends: tuple[str, str], apart: float) -> None:
     """Two real processes copy into one table at once: each partition is copied by one of them
     (the other waits for its claim, then skips it), no stage of the other is dropped."""
     source, dest = ends
     servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=20000, n=200000))
     command = [sys.executable, "-m", "chute", "copy", "src", "--from", source, "--to", dest, "--json"]
-    command += ["--method", "stream"]  # (18.16 pulls nothing of Decimal(18, 4) anyway)
+    command += ["--method", "stream", "--workers", "2"]  # (18.16 pulls nothing of Decimal(18, 4) anyway)
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)  # (the first has its stage and claims by now)
+    time.sleep(apart)  # (at once: both claim the same partitions; 0.2 s: the first is copying)
     second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     outs = [p.communicate(timeout=300) for p in (first, second)]
     for proc, (_, err) in zip((first, second), outs, strict=True):
@@ -328,6 +329,9 @@ def test_two_copies_into_one_table_at_once_neither_drops_the_other(ends: tuple[s
     reports = [json.loads(out) for out, _ in outs]
     copied = [{u["partition"] for u in r["units"] if u["state"] == "copied"} for r in reports]
     assert not copied[0] & copied[1] and len(copied[0] | copied[1]) == 6, copied
+    # (they overlapped: one waited for partitions the other held, then skipped them)
+    reasons = {u["reason"] for r in reports for u in r["units"]}
+    assert "copied by another run of chute copy meanwhile" in reasons, reasons
     assert all(r["ok"] and r["partitions_failed"] == 0 for r in reports)
     assert dump(dest, "src") == dump(source, "src")
     leftovers = servers.server_query(dest, "SELECT count() FROM system.tables WHERE name LIKE '_chute_stage_%'")
