@@ -3,9 +3,11 @@ verified partition by partition.
 
 The flow is in `chute.copy.copier`; the units (partitions, key ranges) and the
 ledger's view of them in `chute.copy.plan`; the tables in `chute.copy.tables`;
-the methods (pull, stream) in `chute.copy.methods`; the figures that prove a
-copy equal in `chute.copy.figures`. The ledger and its books are the loader's
-(`chute.load.ledger`), kept in the destination.
+the methods (pull, stream, files) in `chute.copy.methods` and `chute.copy.files`;
+the figures that prove a copy equal in `chute.copy.figures`; a Distributed
+destination written by shard in `chute.copy.shards`; copies into one table at
+once in `chute.copy.guard`. The ledger, its books and the claims are the
+loader's (`chute.load`), kept in the destination.
 """
 
 from __future__ import annotations
