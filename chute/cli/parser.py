@@ -343,10 +343,17 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
     c.add_argument(
         "--method",
         default="auto",
-        choices=("auto", "pull", "stream"),
+        choices=("auto", "pull", "stream", "files"),
         help="pull (the destination reads the source), stream (chute passes the Native blocks through), "
-        "auto (pull where the destination reaches the source, else stream)",
+        "files (each partition through a file in --via), "
+        "auto (pull where the destination reaches the source and it has no password, else stream)",
     )
+    c.add_argument(
+        "--via",
+        metavar="DIR|s3://BUCKET/PREFIX/",
+        help="with --method files: where each partition's file goes (removed once it is in the destination)",
+    )
+    c.add_argument("--s3-endpoint", help="an s3:// --via: an S3-compatible endpoint, http(s)://host:port")
     c.add_argument(
         "--dry-run", action="store_true", help="list the partitions, rows, sizes and the method; write nothing"
     )
@@ -357,7 +364,15 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
     c.add_argument(
         "--cluster",
         metavar="NAME",
-        help="the destination's cluster (one shard of replicas): a missing table is made on every node, replicated",
+        help="the destination's cluster: a missing table is made on every node, replicated (over several shards: "
+        "<table>_local, and <table> Distributed over it, written by shard)",
+    )
+    c.add_argument(
+        "--shard-by",
+        default="rand()",
+        metavar="EXPR",
+        help="with --cluster over several shards: the sharding key of the Distributed table made (default rand(): "
+        "a whole partition to one shard)",
     )
     c.add_argument(
         "--node",
@@ -365,6 +380,13 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
         metavar="URL",
         help="a node of the source's cluster, http(s)://host:port (repeatable): where a Distributed source's "
         "shards are listed (default: the cluster's hosts at the source's port)",
+    )
+    c.add_argument(
+        "--to-node",
+        action="append",
+        metavar="URL",
+        help="a node of the destination's cluster, http(s)://host:port (repeatable): where a Distributed "
+        "destination's shards are written (default: the cluster's hosts at the destination's port)",
     )
     c.add_argument("--from-password-file", metavar="FILE", help="file holding the source server's password")
     c.add_argument("--to-password-file", metavar="FILE", help="file holding the destination server's password")

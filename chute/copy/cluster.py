@@ -8,8 +8,8 @@
 - `--cluster NAME` at the destination: a missing table is made `ON CLUSTER`, as
   `Replicated*MergeTree` at `/clickhouse/tables/{shard}/<db>/<table>` (replica
   `{replica}`), and so are the ledger's books; every replica gets the rows by
-  replication. A cluster of one shard: with several, the rows of one node's
-  table would be only one shard's (a Distributed destination is not written).
+  replication. Over several shards, that is `<table>_local`, and `<table>` is a
+  Distributed table over it, written by shard (chute.copy.shards).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def sharded_source(source: Target, table: TableName, facts: TableFacts) -> tuple
     return shape, nodes
 
 
-def check_cluster(dest: Target, cluster: str) -> None:
-    """UsageError unless the destination server knows `cluster`, with one shard."""
+def check_cluster(dest: Target, cluster: str) -> int:
+    """The number of shards of `cluster` (UsageError unless the destination server knows it)."""
     if not dest.is_server:
         raise UsageError("--cluster needs a server destination")
     found = dest.rows(
@@ -57,11 +57,7 @@ def check_cluster(dest: Target, cluster: str) -> None:
     shards = int(found[0]["shards"]) if found else 0
     if shards == 0:
         raise UsageError(f"--cluster {cluster}: the destination has no such cluster in its remote_servers")
-    if shards > 1:
-        raise UsageError(
-            f"--cluster {cluster} has {shards} shards: copy writes one node's table, so only into a cluster "
-            "of one shard (its replicas); copy into each shard's table, or use a cluster of one shard"
-        )
+    return shards
 
 
 CLUSTER_DDL_SETTINGS = {"distributed_ddl_task_timeout": DDL_TIMEOUT_SECONDS}

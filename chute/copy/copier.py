@@ -25,9 +25,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from chute.copy.figures import Figures, figures_sql, read_figures
+from chute.copy.guard import RunGuard
 from chute.copy.methods import Mover
 from chute.copy.model import CopyOptions, CopyReport, ProgressCallback, UnitResult
 from chute.copy.plan import CopyUnit
+from chute.copy.shards import DestShards
 from chute.errors import ChuteError
 from chute.formats import FileFormat
 from chute.load.ledger import Ledger, LedgerEntry
@@ -71,6 +73,8 @@ class Copier:
         mover: Mover,
         ledger: Ledger,
         options: CopyOptions,
+        guard: RunGuard | None = None,
+        shards: DestShards | None = None,
     ) -> None:
         self.source = source
         self.dest = dest
@@ -81,10 +85,17 @@ class Copier:
         self.mover = mover
         self.ledger = ledger
         self.options = options
+        self.guard = guard
+        """This run's claims on the destination (a server's): other copies into it wait."""
+        self.owner = guard.owner if guard is not None else ""
+        self.shards = shards
+        """A Distributed destination's shards: each unit written by shard (None: one table)."""
         self.load_id = uuid.uuid4().hex
         self.shared: TableName | None = None
         """The stage the partition units share (None: each unit makes its own)."""
         self.measures: ThreadPoolExecutor | None = None
+        self.seen: dict[str, LedgerEntry] = {}
+        """The ledger's rows as this run first read them (see `copied_meanwhile`)."""
         self._pending: list[tuple[Unit, str, int, str]] = []
         self._pending_lock = threading.Lock()
         self._flushed = time.monotonic()
@@ -95,9 +106,9 @@ class Copier:
         sql = figures_sql(self.table.sql, unit.where, self.columns, self.source_types)
         return read_figures(self.source.rows(sql, context=f"measuring the source's {unit.partition}")[0])
 
-    def stage_figures(self, stage: TableName, unit: CopyUnit, held: str = "1") -> Figures:
+    def stage_figures(self, stage: TableName, unit: CopyUnit, held: str = "1", dest: Target | None = None) -> Figures:
         sql = figures_sql(stage.sql, held, self.columns)
-        return read_figures(self.dest.rows(sql, context=f"measuring the copy of {unit.partition}")[0])
+        return read_figures((dest or self.dest).rows(sql, context=f"measuring the copy of {unit.partition}")[0])
 
     # -- what to copy ---------------------------------------------------------
 
@@ -108,6 +119,7 @@ class Copier:
         changed is measured: the same figures as recorded (a merge) keep it skipped. A partition
         the destination no longer holds as copied (`held`: its rows per partition; dropped,
         truncated) is copied again."""
+        self.seen = dict(entries)
         todo: list[CopyUnit] = []
         skipped: list[UnitResult] = []
         refreshed: list[tuple[CopyUnit, Figures]] = []
@@ -141,13 +153,19 @@ class Copier:
         workers = max(1, min(self.options.workers or default, len(todo) or 1))
         done, rows, size = 0, 0, 0
         todo = sorted(todo, key=lambda u: -u.rows)  # the big ones first: the last to end are small
+        if self.guard is not None:
+            todo = self.guard.first(self._not_copied_meanwhile(todo, report))
         # Partitions of one table share a stage (each unit has its partition in it): no table
         # made and dropped per unit. Not where a cast may give the rows other partition ids.
-        shares = any(u.replaces_partition for u in todo) and self.columns_as_source
+        shares = any(u.replaces_partition for u in todo) and self.columns_as_source and self.shards is None
         context = "copying into a stage"
         # (merges of the stage's parts would take cores from the copy: they move on whole)
         sync = not self.dest.is_server
-        stage = Stage(self.dest, self.dest_table, context, drop_sync=sync, hold_merges=True) if shares else None
+        stage = (
+            Stage(self.dest, self.dest_table, context, drop_sync=sync, hold_merges=True, owner=self.owner)
+            if shares
+            else None
+        )
         with (
             stage or contextlib.nullcontext(),
             ThreadPoolExecutor(workers) as pool,
@@ -175,6 +193,11 @@ class Copier:
         copy: Figures | None = None
         error = ""
         tries = 0
+        if self.guard is not None:
+            theirs = self.guard.take(unit, lambda: self.copied_meanwhile(unit), lambda: self.flush(force=True))
+            if theirs is not None:
+                reason = "copied by another run of chute copy meanwhile"
+                return self._result(unit, "skipped", theirs, theirs, seconds=time.monotonic() - started, reason=reason)
         for tries in range(1, max(1, self.options.tries) + 1):
             try:
                 source, copy = self._try(unit, again=tries > 1)
@@ -191,6 +214,44 @@ class Copier:
         self.note(unit, "failed", source or Figures(0, 0), error)
         reason = f"{error} after {tries} tries" if tries > 1 else error
         return self._result(unit, "failed", source, copy, tries, time.monotonic() - started, reason)
+
+    def _not_copied_meanwhile(self, todo: list[CopyUnit], report: CopyReport) -> list[CopyUnit]:
+        """Of the units claimed at the start, those another run copied since this one read the
+        ledger are skipped (one read of the ledger for all)."""
+        assert self.guard is not None
+        mine = [u for u in todo if u.key in self.guard.mine]
+        fresh = self.ledger.latest([u.key for u in mine]) if mine else {}
+        left, theirs = [], []
+        for unit in todo:
+            figures = self._newer_done(unit, fresh.get(unit.key)) if unit.key in fresh else None
+            if figures is None:
+                left.append(unit)
+                continue
+            theirs.append(unit.key)
+            reason = "copied by another run of chute copy meanwhile"
+            report.units.append(self._result(unit, "skipped", figures, figures, reason=reason))
+        if theirs:
+            self.guard.mine.difference_update(theirs)
+            self.guard.release(theirs)
+        return left
+
+    def _newer_done(self, unit: CopyUnit, entry: LedgerEntry | None) -> Figures | None:
+        """The figures of a `done` ledger row newer than the one this run first read, written
+        from the parts the unit has now (by another run); else None."""
+        if entry is None:
+            return None
+        seen = self.seen.get(unit.key)
+        if seen is not None and seen.seq == entry.seq:
+            return None  # the row this run read first (a copy the destination no longer holds)
+        was = recorded(entry)
+        if was is None or not unit.signature or was[1] != unit.signature:
+            return None
+        return was[0]
+
+    def copied_meanwhile(self, unit: CopyUnit) -> Figures | None:
+        """The figures the ledger now has for the unit `done` from the parts it has now (by
+        another run), else None."""
+        return self._newer_done(unit, self.ledger.latest([unit.key]).get(unit.key))
 
     def note(self, unit: CopyUnit, state: str, figures: Figures, error: str = "") -> None:
         """A unit's outcome into the ledger, in batches: one insert every LEDGER_SECONDS, not one
@@ -216,11 +277,16 @@ class Copier:
                     rows={p[0].key: p[2] for p in rows},
                     errors={p[0].key: p[3] for p in rows if p[3]},
                 )
+        if self.guard is not None:
+            # (after the ledger row: a run that waited on these reads it)
+            self.guard.release([p[0].key for p in pending])
 
     def _try(self, unit: CopyUnit, again: bool) -> tuple[Figures, Figures]:
         """One copy of the unit into a stage: (the source's figures, the stage's). The stage's
         rows move in only when they are equal. The source is measured while its rows are read."""
         context = f"copying {unit.partition}"
+        if self.shards is not None:
+            return self._try_by_shard(unit, context)
         shared = self.shared if unit.replaces_partition else None
         if shared is not None:
             if again:  # (what the last try left of this partition)
@@ -228,18 +294,18 @@ class Copier:
                     f"ALTER TABLE {shared.sql} DROP PARTITION ID {quote_str(unit.partition_id)}", context=context
                 )
             return self._copy_into(unit, shared, unit.partition_filter, context)
-        with Stage(self.dest, self.dest_table, context, drop_sync=not self.dest.is_server) as stage:
+        with Stage(self.dest, self.dest_table, context, drop_sync=not self.dest.is_server, owner=self.owner) as stage:
             assert stage.table is not None  # (the destination is a MergeTree: checked before)
             return self._copy_into(unit, stage.table, "1", context)
 
     def _copy_into(self, unit: CopyUnit, stage: TableName, held: str, context: str) -> tuple[Figures, Figures]:
         if self.measures is None:
             before = self.source_figures(unit)
-            self.mover.write(unit.where, stage, context)
+            self.mover.write(unit.where, stage, context, parts=unit.signature)
         else:
             measuring = self.measures.submit(self.source_figures, unit)
             try:
-                self.mover.write(unit.where, stage, context)
+                self.mover.write(unit.where, stage, context, parts=unit.signature)
             finally:
                 before = measuring.result()
         copy = self.stage_figures(stage, unit, held)
@@ -251,30 +317,92 @@ class Copier:
         self._move_in(unit, stage, context)
         return before, copy
 
-    def _move_in(self, unit: CopyUnit, stage: TableName, context: str) -> None:
+    def _try_by_shard(self, unit: CopyUnit, context: str) -> tuple[Figures, Figures]:
+        """One copy of the unit into a stage on each shard it has rows for (see chute.copy.shards);
+        the stages' figures summed must equal the source's before any shard's partition moves."""
+        assert self.shards is not None
+        places = self.shards.places
+        conditions = self.shards.conditions(unit)
+        with contextlib.ExitStack() as stack:
+            stages: list[TableName | None] = []
+            for place, condition in zip(places, conditions, strict=True):
+                made = None
+                if condition is not None:
+                    stage = Stage(place.target, place.table, context, drop_sync=False, owner=self.owner)
+                    made = stack.enter_context(stage).table
+                stages.append(made)
+            measuring = self.measures.submit(self.source_figures, unit) if self.measures is not None else None
+            try:
+                for place, condition, made in zip(places, conditions, stages, strict=True):
+                    if made is not None:
+                        self.mover.write(
+                            f"({unit.where}) AND ({condition})", made, context, place.target, unit.signature
+                        )
+            finally:
+                before = measuring.result() if measuring is not None else self.source_figures(unit)
+            counts = [
+                self.stage_figures(made, unit, dest=place.target) if made is not None else Figures(0, 0)
+                for place, made in zip(places, stages, strict=True)
+            ]
+            copy = Figures(sum(f.rows for f in counts), sum(f.checksum for f in counts) % 2**64)
+            if copy != before:
+                after = self.source_figures(unit)
+                if copy != after:
+                    return after, copy
+                before = after
+            for place, made, figures in zip(places, stages, counts, strict=True):
+                if made is not None and figures.rows:
+                    self._move_in(unit, made, context, place.target, place.table)
+                else:
+                    self._clear(unit, place.target, place.table, context)
+            return before, copy
+
+    def _clear(self, unit: CopyUnit, dest: Target, table: TableName, context: str) -> None:
+        """A shard that gets none of the unit's rows: what it holds of the unit goes."""
+        if self.guard is not None:
+            self.guard.check()
+        if unit.key_range is None:
+            dest.execute(f"ALTER TABLE {table.sql} DROP PARTITION ID {quote_str(unit.partition_id)}", context=context)
+            return
+        condition = unit.key_range[0]
+        left = dest.rows(f"SELECT count() AS n FROM {table.sql} WHERE {condition}", context=context)
+        if int(str(left[0]["n"])):
+            dest.mutate(table, f"DELETE WHERE {condition}", context)
+
+    def _move_in(
+        self,
+        unit: CopyUnit,
+        stage: TableName,
+        context: str,
+        target: Target | None = None,
+        table: TableName | None = None,
+    ) -> None:
+        if self.guard is not None:
+            self.guard.check()  # (a run whose claim lapsed may no longer write the unit)
+        dest, dest_table = target or self.dest, table or self.dest_table
         if unit.key_range is None and stage == self.shared:
             # A stage of rows as the source's types: the same partition id.
             command = f"REPLACE PARTITION ID {quote_str(unit.partition_id)} FROM {stage.sql}"
-            self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {command}", context=context)
+            dest.execute(f"ALTER TABLE {dest_table.sql} {command}", context=context)
             return
         if unit.key_range is not None:
             condition = unit.key_range[0]
-            left = self.dest.rows(f"SELECT count() AS n FROM {self.dest_table.sql} WHERE {condition}", context=context)
+            left = dest.rows(f"SELECT count() AS n FROM {dest_table.sql} WHERE {condition}", context=context)
             if int(str(left[0]["n"])):
                 # An earlier copy of this range (or rows put there otherwise): replaced, not doubled.
-                self.dest.mutate(self.dest_table, f"DELETE WHERE {condition}", context)
+                dest.mutate(dest_table, f"DELETE WHERE {condition}", context)
             command = f"ATTACH PARTITION ID {quote_str(unit.partition_id)} FROM {stage.sql}"
-            self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {command}", context=context)
+            dest.execute(f"ALTER TABLE {dest_table.sql} {command}", context=context)
             return
         database = quote_str(stage.database) if stage.database else "currentDatabase()"
-        found = self.dest.rows(
+        found = dest.rows(
             f"SELECT DISTINCT partition_id FROM system.parts WHERE active AND database = {database} "
             f"AND table = {quote_str(stage.table)}",
             context=context,
         )
         ids = sorted({str(r["partition_id"]) for r in found} | {unit.partition_id})
         commands = ", ".join(f"REPLACE PARTITION ID {quote_str(pid)} FROM {stage.sql}" for pid in ids)
-        self.dest.execute(f"ALTER TABLE {self.dest_table.sql} {commands}", context=context)
+        dest.execute(f"ALTER TABLE {dest_table.sql} {commands}", context=context)
 
     def _result(
         self,

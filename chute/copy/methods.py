@@ -2,7 +2,9 @@
 
 - pull: the destination reads the source itself, `INSERT ... SELECT FROM
   url(<the source's HTTP interface>, Native)`: no row crosses chute. A server
-  destination runs it when it can reach the source (probed once); the embedded
+  destination runs it when it can reach the source (probed once) and the source
+  has no password (the url() call carries it, and the destination's query_log
+  keeps the calls it runs): `--method pull` pulls anyway; the embedded
   destination is this process's engine, so it always pulls from a server.
 - stream: chute sends the source's `SELECT ... FORMAT Native` (compressed
   blocks, as the server sends them with `compress=1`) into the destination's
@@ -12,6 +14,8 @@
   come out empty (see Capabilities.compressed_output). Works between two
   servers, and from the embedded database to a server; into the embedded
   database, streaming is what its pull does.
+- files (asked only): the stream method's blocks written to a file in a
+  directory or an S3 prefix, then sent from the file (chute.copy.files).
 - local: both ends are the same embedded database: one INSERT ... SELECT.
 
 The source's columns are cast to the destination's types in the source's own
@@ -25,6 +29,7 @@ import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 
+from chute.copy.files import Files
 from chute.errors import ChuteError, UsageError
 from chute.nativecompress import NativeCompressor, pipelined
 from chute.schema import Column
@@ -32,7 +37,7 @@ from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.server import ServerTarget, conversion_settings
 
-METHODS = ("auto", "pull", "stream")
+METHODS = ("auto", "pull", "stream", "files")
 
 
 class Mover:
@@ -46,6 +51,7 @@ class Mover:
         columns: Sequence[Column],
         source_types: Sequence[str],
         method: str,
+        files: Files | None = None,
     ) -> None:
         self.source = source
         self.dest = dest
@@ -53,6 +59,8 @@ class Mover:
         self.columns = list(columns)
         self.source_types = list(source_types)
         self.method = method
+        self.files = files
+        """Where the files method puts each unit's file (`--via`)."""
         self.wire_bytes = 0
         self._lock = threading.Lock()
 
@@ -64,10 +72,13 @@ class Mover:
             items.append(name if source_type == column.type else f"CAST({name}, {quote_str(column.type)}) AS {name}")
         return f"SELECT {', '.join(items)} FROM {self.table.sql} WHERE {where}"
 
-    def write(self, where: str, stage: TableName, context: str) -> None:
+    def write(self, where: str, stage: TableName, context: str, dest: Target | None = None, parts: str = "") -> None:
+        """The unit's rows into `stage` of the destination (or of `dest`: a shard's node);
+        `parts`: the digest of the source's parts the rows are in (names the files method's file)."""
+        dest = dest or self.dest
         column_list = ", ".join(quote_ident(c.name) for c in self.columns)
         if self.method == "local":
-            self.dest.execute(f"INSERT INTO {stage.sql} ({column_list}) {self.select(where)}", context=context)
+            dest.execute(f"INSERT INTO {stage.sql} ({column_list}) {self.select(where)}", context=context)
         elif self.method == "pull":
             url = source_url(self.source, self.select(where))
             # (18.16 reads a backquote in a structure as part of the name: plain names go bare)
@@ -75,14 +86,24 @@ class Mover:
             reading = f"url({quote_str(url)}, 'Native', {quote_str(structure)})"
             sql = f"INSERT INTO {stage.sql} ({column_list}) SELECT * FROM {reading}"
             try:
-                self.dest.execute(sql, context=context)
+                dest.execute(sql, context=context)
             except ChuteError as exc:
                 raise scrubbed(exc, self.source) from None
+        elif self.method == "files":
+            assert isinstance(dest, ServerTarget) and self.files is not None
+            name = self.files.name(self.source.display_name, str(self.table), self.select(where), parts)
+            if parts and self.files.has(name):
+                self.files.reuse()  # (a killed run's file of the same parts: the source is not read again)
+            else:
+                self.files.write(name, self._counted(self._source_blocks(where, context)))
+            statement = f"INSERT INTO {stage.sql} ({column_list}) FORMAT Native"
+            dest.client.insert(statement, self.files.read(name), context=context, native_compressed=True)
+            self.files.remove(name)  # (in the stage now; a try again writes it anew)
         else:
-            assert isinstance(self.dest, ServerTarget)
+            assert isinstance(dest, ServerTarget)
             body = self._counted(self._source_blocks(where, context))
             statement = f"INSERT INTO {stage.sql} ({column_list}) FORMAT Native"
-            self.dest.client.insert(statement, body, context=context, native_compressed=True)
+            dest.client.insert(statement, body, context=context, native_compressed=True)
 
     def _source_blocks(self, where: str, context: str) -> Iterator[bytes]:
         """The source's compressed Native blocks of a unit, as they come."""
@@ -155,7 +176,15 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
     if asked not in METHODS:
         raise UsageError(f"unknown --method {asked!r}: use one of {', '.join(METHODS)}")
     if same:
+        if asked == "files":
+            raise UsageError("--method files: both ends are the same embedded database; copy with auto")
         return "local", "both ends are the same embedded database: one INSERT ... SELECT in the engine"
+    if asked == "files":
+        if not dest.is_server:
+            raise UsageError(
+                "--method files needs a server destination; the embedded one reads the source itself (auto)"
+            )
+        return "files", "asked (--method files): each partition through a file in --via, then into the destination"
     if not dest.is_server:
         if asked == "stream":
             return "pull", "into the embedded database, streaming is its engine reading the source's Native output"
@@ -166,6 +195,12 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
         return "stream", "the source is embedded: chute streams its Native blocks to the destination"
     if asked == "stream":
         return "stream", "asked (--method stream)"
+    if asked == "auto" and _password(source):
+        # (not even probed: the probe is a url() call with the password too)
+        return "stream", (
+            "the source has a password, and pulling would put it in the url() call the destination runs "
+            "(its query_log keeps it): chute streams the rows (--method pull to pull anyway)"
+        )
     reach = _unreadable_structure(dest, columns) or _reaches(source, dest)
     if reach is None:
         return "pull", ("asked (--method pull)" if asked == "pull" else "the destination reaches the source") + (
@@ -174,6 +209,10 @@ def choose(asked: str, source: Target, dest: Target, same: bool, columns: Sequen
     if asked == "pull":
         raise UsageError(f"--method pull: the destination cannot read the source: {reach}")
     return "stream", f"the destination cannot pull: {reach}; chute streams the rows"
+
+
+def _password(source: Target) -> bool:
+    return isinstance(source, ServerTarget) and bool(source.address.password)
 
 
 def _reaches(source: Target, dest: Target) -> str | None:

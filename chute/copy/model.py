@@ -28,10 +28,20 @@ class CopyOptions:
     rows_per_range: int = 2_000_000
     """A table without partitions is cut into key ranges of about this many rows."""
     cluster: str | None = None
-    """The destination's cluster (one shard): a missing table is made ON CLUSTER, replicated."""
+    """The destination's cluster: a missing table is made ON CLUSTER, replicated (over several
+    shards: `<table>_local` replicated, `<table>` Distributed over it by `shard_by`)."""
+    shard_by: str = "rand()"
+    """With `cluster` over several shards: the sharding key of the Distributed table made."""
     nodes: tuple[str, ...] = ()
     """Nodes of the source's cluster, http(s)://host:port: where a Distributed source's shards
     are listed (default: the cluster's hosts at the source's port)."""
+    dest_nodes: tuple[str, ...] = ()
+    """Nodes of the destination's cluster, http(s)://host:port: where a Distributed destination's
+    shards are written (default: the cluster's hosts at the destination's port)."""
+    via: str | None = None
+    """The files method: a directory or s3://bucket/prefix/ where each partition's file goes."""
+    s3_endpoint: str | None = None
+    """For an s3:// `via`: an S3-compatible endpoint (default AWS_ENDPOINT_URL, else AWS)."""
     source_password_file: str | None = None
     dest_password_file: str | None = None
     insecure: bool = False

@@ -138,9 +138,24 @@ def _and(condition: str, where: str | None) -> str:
 def _partition_filter(facts: TableFacts, value: str) -> str:
     """The rows of one partition: the partition key equal to the value system.parts prints (a
     literal the server wrote: checked to be one before it goes into a statement)."""
+    value = _quoted_times(value)
     if not _LITERAL.match(value):
         raise UsageError(f"cannot read the partition value {value!r} of the source as a literal")
     return f"({facts.partition_key}) = {value}"
+
+
+_BARE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}:\d{2})?$")
+
+
+def _quoted_times(value: str) -> str:
+    """18.16 prints a Date (DateTime) partition value bare, `2025-01-01`: as SQL that is 2023, a
+    number. Quoted, it compares with the column (alone, or as an element of a tuple without text)."""
+    if _BARE_TIME.match(value):
+        return f"'{value}'"
+    if value.startswith("(") and value.endswith(")") and "'" not in value:
+        items = [v.strip() for v in value[1:-1].split(",")]
+        return "(" + ", ".join(f"'{v}'" if _BARE_TIME.match(v) else v for v in items) + ")"
+    return value
 
 
 def _ranges(

@@ -7,10 +7,14 @@ import pytest
 
 from chute.capabilities import Capabilities
 from chute.copy.figures import NULL_HASH, checksum_sql, hash_arg, hashes_as_is
-from chute.copy.plan import grid
+from chute.copy.plan import CopyUnit, _quoted_times, grid
+from chute.copy.shards import DestShards, Place
 from chute.copy.tables import Mapped, TableFacts, check_dest, create_sql
 from chute.errors import SchemaError
 from chute.schema import Column
+from chute.sql import TableName
+from chute.targets.cluster import Shard, ShardLayout
+from chute.targets.engines import DistributedEngine
 
 
 def test_types_that_hash_alike_on_every_version_go_as_they_are() -> None:
@@ -108,3 +112,30 @@ def test_old_merge_tree_syntax_in_the_extended_one() -> None:
     )
     modern = "MergeTree PARTITION BY x ORDER BY k SETTINGS index_granularity = 8192"
     assert extended_syntax(modern, "x", "k") == modern
+
+
+def test_bare_dates_of_18_16_partitions_are_quoted() -> None:
+    assert _quoted_times("2025-01-01") == "'2025-01-01'"
+    assert _quoted_times("2025-01-01 10:00:00") == "'2025-01-01 10:00:00'"
+    assert _quoted_times("(2025-01-01, 3)") == "('2025-01-01', 3)"
+    for kept in ("202501", "'2025-01-01'", "('a', 2025-01-01)", "-5"):
+        assert _quoted_times(kept) == kept
+
+
+def test_a_random_sharding_key_puts_a_unit_whole_on_one_shard_by_weight() -> None:
+    """(DestShards.conditions without a server: the layout and places are given.)"""
+    engine = DistributedEngine("c", "db", "t_local", "rand()")
+    shards = (Shard(1, 1, 0, 0, ("a:9000",), ("a",)), Shard(2, 3, 1, 3, ("b:9000",), ("b",)))
+    dest = DestShards.__new__(DestShards)
+    dest.layout = ShardLayout(TableName("db", "t"), engine, TableName("db", "t_local"), shards)
+    dest.places = [Place(None, TableName("db", "t_local"), s) for s in shards]  # type: ignore[arg-type]
+    picks = []
+    for n in range(400):
+        unit = CopyUnit(f"src/t#{n}", str(n), str(n), "1", 0, 0, "")
+        found = dest.conditions(unit)
+        assert sorted(c is None for c in found) == [False, True] and found == dest.conditions(unit)
+        picks.append(found.index("1"))
+    assert 50 < picks.count(0) < 150  # weight 1 of 4
+    keyed = DistributedEngine("c", "db", "t_local", "id")
+    dest.layout = ShardLayout(TableName("db", "t"), keyed, TableName("db", "t_local"), shards)
+    assert dest.conditions(unit) == ["(toUInt64(id) % 4) = 0", "(toUInt64(id) % 4) BETWEEN 1 AND 3"]
