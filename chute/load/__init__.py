@@ -80,7 +80,13 @@ def load(
     sweep_scratch()
     table_name = _table_name(table)
     tgt = open_target(
-        target, opts.password_file, opts.insecure, opts.connections, opts.nodes, opts.insert_via_distributed
+        target,
+        opts.password_file,
+        opts.insecure,
+        opts.connections,
+        opts.nodes,
+        opts.insert_via_distributed,
+        allow_missing_shards=opts.allow_missing_shards,
     )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
@@ -174,6 +180,7 @@ def _check_applies(opts: LoadOptions, scheme: str, server: bool) -> None:
         ("--connections", opts.connections != LoadOptions.connections),
         ("--worker-id", opts.worker_id is not None),
         ("--insert-via-distributed", opts.insert_via_distributed),
+        ("--allow-missing-shards", opts.allow_missing_shards),
     ):
         if said:
             raise UsageError(f"{flag} needs a server target (--target http(s)://host:port); the target is a directory")

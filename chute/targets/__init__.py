@@ -35,6 +35,7 @@ def open_target(
     via_distributed: bool = False,
     existing: bool = False,
     empty_ok: bool = False,
+    allow_missing_shards: bool = False,
 ) -> Target:
     """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory
     (`via_distributed`: see LoadOptions.insert_via_distributed).
@@ -46,12 +47,16 @@ def open_target(
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(None, password_file, insecure, connections, nodes, via_distributed=via_distributed)
+        return ServerTarget(
+            None, password_file, insecure, connections, nodes, via_distributed=via_distributed
+        ).allowing_missing_shards(allow_missing_shards)
     spec = spec or DEFAULT_TARGET
     if spec.startswith(("http://", "https://")):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(spec, password_file, insecure, connections, nodes, via_distributed=via_distributed)
+        return ServerTarget(
+            spec, password_file, insecure, connections, nodes, via_distributed=via_distributed
+        ).allowing_missing_shards(allow_missing_shards)
     if "://" in spec:
         raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
     if via_distributed:

@@ -193,6 +193,11 @@ class ServerTarget:
     def guard_commits(self, owner: str, guard: Callable[[], None]) -> None:
         self.stage_owner, self.commit_guard = owner, guard
 
+    def allowing_missing_shards(self, allowed: bool) -> ServerTarget:
+        """This target with --allow-missing-shards as given (see LoadOptions.allow_missing_shards)."""
+        self.shards.allow_missing = allowed
+        return self
+
     def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
         Stage.drop_stale(self, table, live_owners)
         layout = self.layout(table)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import chute
+from chute.errors import ShardUnavailable
 
 from ..harness.cluster import ClickHouseCluster, ClusterNode
 from . import test_cluster_harness
@@ -333,3 +334,24 @@ def test_a_replica_that_dies_mid_load_gives_way_to_the_other(
     cluster.node(2).start()
     cluster.node(3).query(f"SYSTEM SYNC REPLICA {db}.ev_local")
     assert _n(cluster.node(3), "SELECT count() FROM ev", db) == loaded == (6 - len(failed)) * ROWS
+
+
+def test_a_shard_chute_cannot_reach_fails_the_load_unless_allowed(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path
+) -> None:
+    """Sharded by rand(), no --node: shard 2 is not at the target's HTTP port, so chute reaches
+    shard 1 alone. Every batch went there and the load said ok (exit 0), a note saying only
+    "not counted". Now the load fails naming the shard and the ways on, nothing written;
+    --allow-missing-shards loads into the shards that answer, with a note."""
+    _distributed(cluster, db, "ev", "c2x1", "rand()")
+    data = _files(tmp_path / "data", 4)
+    url = cluster.node(0).target_url(db)
+    with pytest.raises(ShardUnavailable) as failed:
+        chute.load(str(data), "ev", url)
+    error = str(failed.value)
+    assert "shard 2 of cluster c2x1" in error and "--node" in error and "--allow-missing-shards" in error, error
+    assert _n(cluster.node(0), "SELECT count() FROM ev_local", db) == 0
+    allowed = chute.load(str(data), "ev", url, chute.LoadOptions(allow_missing_shards=True))
+    assert allowed.ok and allowed.rows_loaded == 4 * ROWS, allowed.files
+    assert any("shard 2 of cluster c2x1" in n and "--allow-missing-shards" in n for n in allowed.notes), allowed.notes
+    assert _n(cluster.node(0), "SELECT count() FROM ev_local", db) == 4 * ROWS
