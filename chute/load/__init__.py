@@ -87,6 +87,7 @@ def load(
         opts.nodes,
         opts.insert_via_distributed,
         allow_missing_shards=opts.allow_missing_shards,
+        cluster=opts.cluster,
     )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")

@@ -355,3 +355,21 @@ def test_a_shard_chute_cannot_reach_fails_the_load_unless_allowed(
     assert allowed.ok and allowed.rows_loaded == 4 * ROWS, allowed.files
     assert any("shard 2 of cluster c2x1" in n and "--allow-missing-shards" in n for n in allowed.notes), allowed.notes
     assert _n(cluster.node(0), "SELECT count() FROM ev_local", db) == 4 * ROWS
+
+
+def test_cluster_makes_the_database_named_in_the_url(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """--cluster with a target URL naming a database no node has yet (http://host:port/newdb):
+    it failed `[81] Database newdb doesn't exist` (the URL's database is every query's); now
+    it is made ON CLUSTER first, as for --table newdb.ev."""
+    data = _files(tmp_path / "data", 2)
+    newdb = f"{db}_url"
+    options = chute.LoadOptions(cluster="c2x2", shard_by="cityHash64(id)", nodes=tuple(_nodes(cluster)))
+    try:
+        report = chute.load(str(data), "ev", cluster.node(0).target_url(newdb), options)
+        assert report.ok and report.rows_loaded == 2 * ROWS, report.files
+        assert any(n.startswith(f"database {newdb} did not exist") for n in report.notes), report.notes
+        for node in cluster:
+            assert node.query(f"SELECT count() FROM system.databases WHERE name = '{newdb}'").strip() == "1"
+        assert _n(cluster.node(3), f"SELECT count() FROM {newdb}.ev", db) == 2 * ROWS
+    finally:
+        cluster.node(0).query(f"DROP DATABASE IF EXISTS {newdb} ON CLUSTER c2x2")
