@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from chute.engine import MEMORY, say_doing
-from chute.errors import UsageError
+from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.ledger import Ledger
@@ -37,6 +37,7 @@ from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import DATABASE_SCHEMES, SourceOptions, open_source, source_scheme
+from chute.sources.base import Source
 from chute.sql import TableName, expression, quote_ident, quote_str
 from chute.targets import is_server, open_target
 from chute.targets.base import Target
@@ -115,8 +116,16 @@ def load(
     loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta, books=books))
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
+    except ChuteError as exc:
+        if isinstance(exc.partial, LoadReport):  # (the files and rows committed before it stopped)
+            _finish(exc.partial, source, tgt, started)
+        raise
     finally:
         source.close()
+    return _finish(report, source, tgt, started)
+
+
+def _finish(report: LoadReport, source: Source, tgt: Target, started: float) -> LoadReport:
     report.notes.extend(source.notes)
     report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started

@@ -105,7 +105,11 @@ class Loader:
         if on_plan:
             on_plan(len(plan.load), sum(u.size for u in plan.load))
         table_there = self.table.settle(plan, on_ddl)
-        self._load_all(plan)
+        try:
+            self._load_all(plan)
+        except ChuteError as exc:
+            exc.partial = self._stopped(plan, units, exc)
+            raise
         ctx.report.files = [plan.results[u.key] for u in units]
         if table_there and any(r.state == "loaded" for r in ctx.report.files):
             ctx.target.settle(ctx.table)  # every replica has the rows before the report says so
@@ -113,6 +117,16 @@ class Loader:
             ctx.report.table_rows, ctx.report.table_bytes_on_disk = ctx.target.table_stats(ctx.table)
             self._note_emptied()
         return ctx.report
+
+    def _stopped(self, plan: Plan, units: list[Unit], exc: ChuteError) -> LoadReport:
+        """The report of a load that stopped on `exc`: what it committed before (loaded files and
+        their rows), the units it had yet to load as failed with the reason."""
+        for unit in plan.load:
+            result = plan.results[unit.key]
+            if result.state == "skipped":  # (planned, not finished)
+                result.state, result.error = "failed", f"not loaded: the load stopped ({exc})"
+        self.ctx.report.files = [plan.results[u.key] for u in units]
+        return self.ctx.report
 
     def _note_emptied(self) -> None:
         """A table with no rows whose ledger says files were loaded into it: truncated, most
