@@ -230,7 +230,9 @@ class Loader:
                 self._run_deferred(plan)
         except AttachedLate as exc:
             assert sharing is not None
-            self.commit.remove_own(batch)
+            # Only the part of the batch that went in late: files of it that an earlier part loaded
+            # (done, in the ledger and the report) keep their rows (issue 46 item 9).
+            self.commit.remove_own([u for u in batch if plan.results[u.key].state != "loaded"])
             self.ctx.note(f"{exc}: taken out again and left to it")
             sharing.wait_for([u for u in batch if plan.results[u.key].state != "loaded"])
         except ClaimLost as exc:
