@@ -152,7 +152,7 @@ class Capabilities:
             t = "Nullable(String)" if t.startswith("Nullable(") else "String"
             why = (
                 f"server {self.version_text} has no Tuple inside Array or Nullable: String "
-                "holding the value's JSON text (JSON lines, Parquet, ORC, Arrow, Avro, Native)"
+                "holding the value's JSON text (JSON lines, Parquet, ORC, Arrow, Native)"
             )
         if t != type_sql and not why:
             why = f"server {self.version_text} has no {type_sql}"

@@ -21,7 +21,7 @@ from chute.load.missing import (
     watched,
     without_nullable,
 )
-from chute.load.typedvalues import binary_read
+from chute.load.typedvalues import WIDE_READ_FORMATS, binary_read
 from chute.load.values import (
     SENTINEL_TEXT,
     FastRead,
@@ -325,13 +325,13 @@ class Reads:
         return read_as, exprs, fits
 
     def composites_as_text(self, unit: Unit) -> dict[str, str]:
-        """Columns of a typed file (Parquet, ORC, Arrow, Avro, Native) that hold an array, tuple
-        or map where the table has text: column -> the file's own type, read as that and
-        written as its JSON text. The engine's readers refuse such a column as String ([53]
-        TYPE_MISMATCH). The file's schema (its footer) is read once per unit, only where the
-        table has a text column."""
+        """Columns of a typed file (Parquet, ORC, Arrow, Native) that hold an array, tuple or map
+        where the table has text: column -> the file's own type, read as that and written as its
+        JSON text. The engine's readers refuse such a column as String ([53] TYPE_MISMATCH). The
+        file's schema (its footer) is read once per unit, only where the table has a text column
+        (never for database rows or Kafka messages: their formats are not these)."""
         texts = {c.name for c in self.ctx.input_columns() if without_nullable(c.type) == "String"}
-        if unit.fmt.is_text or not texts or unit.is_range:
+        if unit.fmt.format not in WIDE_READ_FORMATS or not texts or unit.is_range:
             return {}
         with self._file_types_lock:
             known = self._file_types.get(unit.key)
