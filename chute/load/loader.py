@@ -122,8 +122,9 @@ class Loader:
         """The report of a load that stopped on `exc`: what it committed before (loaded files and
         their rows), the units it had yet to load as failed with the reason."""
         for unit in plan.load:
-            result = plan.results[unit.key]
-            if result.state == "skipped":  # (planned, not finished)
+            result, entry = plan.results[unit.key], self.ctx.ledger_latest.get(unit.key)
+            settled = entry is not None and entry.state == "done" and entry.identity == unit.identity
+            if result.state == "skipped" and not settled:  # (planned, not finished; not another's)
                 result.state, result.error = "failed", f"not loaded: the load stopped ({exc})"
         self.ctx.report.files = [plan.results[u.key] for u in units]
         return self.ctx.report
