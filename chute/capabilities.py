@@ -157,7 +157,7 @@ class Capabilities:
             t = "Nullable(String)" if t.startswith("Nullable(") else "String"
             why = (
                 f"server {self.version_text} has no Tuple inside Array or Nullable: String "
-                "holding the value's JSON text (JSON input; other formats fail with a reason)"
+                "holding the value's JSON text (JSON lines, Parquet, ORC, Arrow, Native)"
             )
         if t != type_sql and not why:
             why = f"server {self.version_text} has no {type_sql}"

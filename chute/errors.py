@@ -23,6 +23,7 @@ see one line with the ClickHouse error code and name, never a traceback.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 __all__ = [
     "ChuteError",
@@ -54,6 +55,9 @@ class ChuteError(Exception):
         super().__init__(message)
         self.code = code
         self.name = name
+        self.partial: Any = None
+        """Where a load stopped with this error: its report so far (a chute.report.LoadReport),
+        the files and rows committed before it stopped."""
 
 
 class UsageError(ChuteError):

@@ -26,6 +26,7 @@ from chute.cli.parser import ArgsError, arm, build_parser, subparsers
 from chute.engine import lean_engine_import
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query
+from chute.report import LoadReport
 
 __all__ = [
     "ALLOCATOR_CONF",
@@ -93,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         told = isinstance(exc, (UsageError, SourceError)) or exc.code in USER_ERROR_CODES
-        return _fail(str(exc), EXIT_USAGE if told else EXIT_FAILED, as_json=bool(getattr(args, "json", False)))
+        code = EXIT_USAGE if told else EXIT_FAILED
+        return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)), partial=exc.partial)
     except KeyboardInterrupt:
         job = "copy" if args.command == "copy" else "load"
         message = f"interrupted; re-run the same command to finish the {job}"
@@ -101,10 +103,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _fail(message: str, code: int, as_json: bool) -> int:
-    """One line on stderr; under --json also one object on stdout, so a script always gets JSON."""
+def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = None) -> int:
+    """One line on stderr; under --json also one object on stdout, so a script always gets JSON:
+    for a load that stopped midway (`partial`), its report so far, with the files and rows it
+    committed before it stopped."""
     if as_json:
-        print(json.dumps({"ok": False, "error": message}, indent=2))
+        fields = partial.to_dict() if isinstance(partial, LoadReport) else {}
+        print(json.dumps({**fields, "ok": False, "error": message}, indent=2))
+    if isinstance(partial, LoadReport) and partial.files_loaded:
+        message += (
+            f" (before it stopped, {partial.files_loaded} file(s) and {partial.rows_loaded:,} rows were "
+            "committed; the same command goes on from there)"
+        )
     print(f"chute: error: {message}", file=sys.stderr)
     return code
 

@@ -67,6 +67,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         cluster=args.cluster,
         shard_by=args.shard_by,
         insert_via_distributed=args.insert_via_distributed,
+        allow_missing_shards=args.allow_missing_shards,
         nodes=tuple(args.node),
         s3_endpoint=args.s3_endpoint,
         split_by=args.split_by,

@@ -249,6 +249,12 @@ chute load kafka://broker:9092/clicks -t clicks --follow
         "Distributed engine routes the rows into each shard's stage (every node of every shard must answer)",
     )
     p.add_argument(
+        "--allow-missing-shards",
+        action="store_true",
+        help="into a Distributed table with a random key (rand()): load into the shards chute reaches when "
+        "another does not answer (a note names it); without it the load fails",
+    )
+    p.add_argument(
         "--node",
         action="append",
         default=[],

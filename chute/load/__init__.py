@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from chute.engine import MEMORY, say_doing
-from chute.errors import UsageError
+from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.ledger import Ledger
@@ -37,6 +37,7 @@ from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import DATABASE_SCHEMES, SourceOptions, open_source, source_scheme
+from chute.sources.base import Source
 from chute.sql import TableName, expression, quote_ident, quote_str
 from chute.targets import is_server, open_target
 from chute.targets.base import Target
@@ -80,7 +81,14 @@ def load(
     sweep_scratch()
     table_name = _table_name(table)
     tgt = open_target(
-        target, opts.password_file, opts.insecure, opts.connections, opts.nodes, opts.insert_via_distributed
+        target,
+        opts.password_file,
+        opts.insecure,
+        opts.connections,
+        opts.nodes,
+        opts.insert_via_distributed,
+        allow_missing_shards=opts.allow_missing_shards,
+        cluster=opts.cluster,
     )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
@@ -108,8 +116,16 @@ def load(
     loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta, books=books))
     try:
         report = loader.run(units, on_plan, on_ddl, latest)
+    except ChuteError as exc:
+        if isinstance(exc.partial, LoadReport):  # (the files and rows committed before it stopped)
+            _finish(exc.partial, source, tgt, started)
+        raise
     finally:
         source.close()
+    return _finish(report, source, tgt, started)
+
+
+def _finish(report: LoadReport, source: Source, tgt: Target, started: float) -> LoadReport:
     report.notes.extend(source.notes)
     report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started
@@ -174,6 +190,7 @@ def _check_applies(opts: LoadOptions, scheme: str, server: bool) -> None:
         ("--connections", opts.connections != LoadOptions.connections),
         ("--worker-id", opts.worker_id is not None),
         ("--insert-via-distributed", opts.insert_via_distributed),
+        ("--allow-missing-shards", opts.allow_missing_shards),
     ):
         if said:
             raise UsageError(f"{flag} needs a server target (--target http(s)://host:port); the target is a directory")

@@ -39,6 +39,9 @@ as active until its ZooKeeper session ends, and the default (10 minutes) would h
 QUORUM_BUSY_SECONDS = 60.0
 """How long a write waits while other workers' quorum inserts are in flight (18.16 takes one
 quorum insert per table at a time: `Quorum for previous write has not been satisfied yet`)."""
+REPLICA_START_SECONDS = 15.0
+"""How long a quorum write waits for a replica of the books that is not active: one that another
+worker has just made (two workers making the books at once) becomes active within moments."""
 QUORUM_BUSY = 286
 TOO_FEW_REPLICAS = 285
 DDL_TIMEOUT_SECONDS = 20
@@ -174,7 +177,8 @@ class Books:
             self.target.execute(sql, context=context)
             return
         settings = {"insert_quorum": quorum, "insert_quorum_timeout": QUORUM_TIMEOUT_MS}
-        deadline = time.monotonic() + QUORUM_BUSY_SECONDS
+        began = time.monotonic()
+        deadline = began + QUORUM_BUSY_SECONDS
         pause = 0.01
         while True:
             try:
@@ -182,13 +186,23 @@ class Books:
                 return
             except ChuteError as exc:
                 code = exc.code
-                if code == TOO_FEW_REPLICAS:
-                    raise TargetError(
-                        f"{context}: {name} needs every one of its {quorum} replicas (each keeps chute's books); "
-                        f"one is down: start it again, then run again ({exc})",
-                        code=code,
-                    ) from None
-                if code != QUORUM_BUSY or time.monotonic() > deadline:
+                # A replica that is not active yet: another worker made it a moment ago (or it is down).
+                if code == TOO_FEW_REPLICAS and time.monotonic() - began > REPLICA_START_SECONDS:
+                    raise TargetError(self._too_few(name, context, exc), code=code) from None
+                if code not in (QUORUM_BUSY, TOO_FEW_REPLICAS) or time.monotonic() > deadline:
                     raise
             time.sleep(pause * random.uniform(0.5, 1.5))
             pause = min(0.2, pause * 2)
+
+    def _too_few(self, name: TableName, context: str, exc: ChuteError) -> str:
+        """Why a quorum write of the books failed for good: how many of their replicas are active."""
+        found = self.target.rows(
+            f"SELECT total_replicas AS n, active_replicas AS a FROM system.replicas "
+            f"WHERE database = {_database(name)} AND table = {quote_str(name.table)}"
+        )
+        active = f"{found[0]['a']} of its {found[0]['n']} replicas are" if found else "not every replica is"
+        return (
+            f"{context}: {name} needs every one of its replicas (each keeps chute's books); {active} active "
+            f"after {REPLICA_START_SECONDS:.0f} s (a replica another worker has just made is active within "
+            f"moments): one is down: start it again, then run again ({exc})"
+        )

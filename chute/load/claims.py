@@ -231,7 +231,11 @@ class Claims:
             "checking claims",
         )
         live = {(str(r["unit"]), str(r["token"])) for r in rows}
-        missing = sorted(unit for unit, token in held if (unit, token) not in live)
+        with self._lock:
+            # A claim released meanwhile (another lane's batch, done) was given up, not lost: its
+            # `released` row may already be on the server. Taken for lost, it made the lane that
+            # asked take its committed rows out again (issue 46 item 9).
+            missing = sorted(unit for unit, token in held if (unit, token) not in live and (unit, token) in self._held)
         if missing:
             raise ClaimLost(f"{missing[0]}: the claim on it ended (by the server's clock); another worker may load it")
 

@@ -106,7 +106,11 @@ class Loader:
         if on_plan:
             on_plan(len(plan.load), sum(u.size for u in plan.load))
         table_there = self.table.settle(plan, on_ddl)
-        self._load_all(plan)
+        try:
+            self._load_all(plan)
+        except ChuteError as exc:
+            exc.partial = self._stopped(plan, units, exc)
+            raise
         ctx.report.files = [plan.results[u.key] for u in units]
         if table_there and any(r.state == "loaded" for r in ctx.report.files):
             ctx.target.settle(ctx.table)  # every replica has the rows before the report says so
@@ -114,6 +118,17 @@ class Loader:
             ctx.report.table_rows, ctx.report.table_bytes_on_disk = ctx.target.table_stats(ctx.table)
             self._note_emptied()
         return ctx.report
+
+    def _stopped(self, plan: Plan, units: list[Unit], exc: ChuteError) -> LoadReport:
+        """The report of a load that stopped on `exc`: what it committed before (loaded files and
+        their rows), the units it had yet to load as failed with the reason."""
+        for unit in plan.load:
+            result, entry = plan.results[unit.key], self.ctx.ledger_latest.get(unit.key)
+            settled = entry is not None and entry.state == "done" and entry.identity == unit.identity
+            if result.state == "skipped" and not settled:  # (planned, not finished; not another's)
+                result.state, result.error = "failed", f"not loaded: the load stopped ({exc})"
+        self.ctx.report.files = [plan.results[u.key] for u in units]
+        return self.ctx.report
 
     def _note_emptied(self) -> None:
         """A table with no rows whose ledger says files were loaded into it: truncated, most
@@ -220,7 +235,9 @@ class Loader:
                 self._run_deferred(plan)
         except AttachedLate as exc:
             assert sharing is not None
-            self.commit.remove_own(batch)
+            # Only the part of the batch that went in late: files of it that an earlier part loaded
+            # (done, in the ledger and the report) keep their rows (issue 46 item 9).
+            self.commit.remove_own([u for u in batch if plan.results[u.key].state != "loaded"])
             self.ctx.note(f"{exc}: taken out again and left to it")
             sharing.wait_for([u for u in batch if plan.results[u.key].state != "loaded"])
         except ClaimLost as exc:

@@ -110,6 +110,9 @@ class LoadOptions:
     insert_via_distributed: bool = False
     """Into a Distributed table sharded by a key: each batch is sent once, to the target node,
     whose Distributed engine routes the rows into every shard's stage (docs/targets/cluster.md)."""
+    allow_missing_shards: bool = False
+    """Into a Distributed table with a random key: a shard chute cannot reach is passed over
+    (its batches go to the others), with a note; without it such a load fails, naming the shard."""
     design: str | None = None
     """For a table chute creates: "auto" measures a layout on a sample (`chute design`),
     or the path of a saved proposal (`chute design ... > FILE.sql`)."""

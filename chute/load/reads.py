@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import threading
 from collections.abc import Callable
 
 from chute.engine import Settings
@@ -21,7 +22,7 @@ from chute.load.missing import (
     watched,
     without_nullable,
 )
-from chute.load.typedvalues import binary_read
+from chute.load.typedvalues import WIDE_READ_FORMATS, binary_read
 from chute.load.values import (
     SENTINEL_TEXT,
     FastRead,
@@ -52,6 +53,8 @@ class Reads:
 
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
+        self._file_types: dict[str, dict[str, str]] = {}
+        self._file_types_lock = threading.Lock()
 
     # -- row numbers ----------------------------------------------------------
 
@@ -313,9 +316,17 @@ class Reads:
         read_as = list(inputs)
         exprs = []
         fits = []
+        as_json = self.composites_as_text(unit)
         for i, col in enumerate(inputs):
             watch = flags is not None and watched(col, fmt)
             ident = quote_ident(col.name)
+            if col.name in as_json:
+                # An array, tuple or map of a typed file into a text column: its JSON text (a
+                # server without Tuple inside Array holds `list<struct>` so). A composite value
+                # is never missing: an absent list is an empty one.
+                read_as[i] = Column(col.name, as_json[col.name], col.default_kind, col.default_expression)
+                exprs.append(f"CAST(toJSONString({ident}), {quote_str(col.type)}) AS {ident}")
+                continue
             whole = flag_unfit if whole_numbers is None else whole_numbers
             fast = self.checked_read(unit, col, counted=watch, whole_numbers=whole)
             if watch and flags is not None:
@@ -353,6 +364,31 @@ class Reads:
                 exprs.append(f"{value} AS {ident}")
                 fits.append(fast.fits)
         return read_as, exprs, fits
+
+    def composites_as_text(self, unit: Unit) -> dict[str, str]:
+        """Columns of a typed file (Parquet, ORC, Arrow, Native) that hold an array, tuple or map
+        where the table has text: column -> the file's own type, read as that and written as its
+        JSON text. The engine's readers refuse such a column as String ([53] TYPE_MISMATCH). The
+        file's schema (its footer) is read once per unit, only where the table has a text column
+        (never for database rows or Kafka messages: their formats are not these)."""
+        texts = {c.name for c in self.ctx.input_columns() if without_nullable(c.type) == "String"}
+        if unit.fmt.format not in WIDE_READ_FORMATS or not texts or unit.is_range:
+            return {}
+        with self._file_types_lock:
+            known = self._file_types.get(unit.key)
+        if known is None:
+            described = self.ctx.target.engine.rows(
+                f"DESCRIBE TABLE {self.ctx.source.table_expression(unit, None, unit.fmt.format)}",
+                context=unit.key,
+            )
+            known = {str(r["name"]): str(r["type"]) for r in described}
+            with self._file_types_lock:
+                self._file_types[unit.key] = known
+        return {
+            name: t
+            for name, t in known.items()
+            if name in texts and re.match(r"(Nullable\()?(Array|Tuple|Map|Nested)\(", t)
+        }
 
     def checked_read(
         self, unit: Unit, col: Column, counted: bool = False, whole_numbers: bool = False

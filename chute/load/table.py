@@ -251,11 +251,12 @@ class TableSetup:
             columns = with_provenance(columns, ctx.extra_provenance)
         adapted = self.adapted(columns)
         if not unit.fmt.is_text:
-            # A typed file's reader takes no Map (or JSON object) as text: such a fallback would
-            # make a table the file cannot be read into, on every run.
+            # A typed file's reader takes no JSON object as text: such a fallback would make a
+            # table the file cannot be read into, on every run. (An array, tuple or map is read
+            # as itself and written as its JSON text: Reads.composites_as_text.)
             for before, after in zip(columns, adapted, strict=True):
                 as_text = after.type in ("String", "Nullable(String)") and after.type != before.type
-                if as_text and re.search(r"\b(Map|Object|Variant|Dynamic)\(|\bJSON\b", before.type):
+                if as_text and re.search(r"\b(Object|Variant|Dynamic)\(|\bJSON\b", before.type):
                     raise UsageError(
                         f"{unit.key}: column {before.name}: {before.type} of a {unit.fmt.format} file has no "
                         f"type on this server to be read into; create table {ctx.table} yourself, or load "

@@ -35,9 +35,12 @@ def open_target(
     via_distributed: bool = False,
     existing: bool = False,
     empty_ok: bool = False,
+    allow_missing_shards: bool = False,
+    cluster: str | None = None,
 ) -> Target:
     """A target from `--target`, `CHUTE_TARGET`, `CLICKHOUSE_HOST`, or the default directory
-    (`via_distributed`: see LoadOptions.insert_via_distributed).
+    (`via_distributed`, `allow_missing_shards`: see LoadOptions; `cluster`: --cluster, whose nodes
+    get the URL's database where it does not exist yet).
 
     `existing`: commands that read (status, query, export) open only a directory that holds a
     database, so a typo is an error instead of a new empty database (or the engine's files in a
@@ -47,12 +50,16 @@ def open_target(
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(None, password_file, insecure, connections, nodes, via_distributed=via_distributed)
+        return ServerTarget(
+            None, password_file, insecure, connections, nodes, via_distributed=via_distributed, cluster=cluster
+        ).allowing_missing_shards(allow_missing_shards)
     spec = spec or DEFAULT_TARGET
     if spec.startswith(("http://", "https://")):
         from chute.targets.server import ServerTarget
 
-        return ServerTarget(spec, password_file, insecure, connections, nodes, via_distributed=via_distributed)
+        return ServerTarget(
+            spec, password_file, insecure, connections, nodes, via_distributed=via_distributed, cluster=cluster
+        ).allowing_missing_shards(allow_missing_shards)
     if "://" in spec:
         raise UsageError(f"unknown target scheme {spec.split('://', 1)[0]!r}: give a directory or http(s)://host:port")
     if via_distributed:

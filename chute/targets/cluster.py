@@ -11,13 +11,15 @@ in shard order, which `ShardLayout.condition` writes as SQL for the engine.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chute.sql import TableName, quote_str
+from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.engines import RANDOM_KEY, DistributedEngine
+from chute.transport import HttpClient, ServerAddress, check_connection
 
 REPLICA_WAIT_SECONDS = 120.0
 """How long a load waits for every replica to fetch its rows before it says which lag."""
@@ -173,3 +175,21 @@ def replica_rows(rows: Rows, table: TableName, shard: int | None, node: str) -> 
         "queue": int(meta.get("queue_size", 0) or 0),
         "error": "",
     }
+
+
+UNKNOWN_DATABASE = 81
+
+
+def make_database(address: ServerAddress, verify_tls: bool, cluster: str, attempts: int) -> tuple[str, str]:
+    """--cluster with a target URL naming a database no node has yet: every query names it (and
+    fails `[81] ... doesn't exist`), so it is made ON CLUSTER through a connection that names
+    none, as a --table db.t's is (chute.load). The server's version, and the report's note."""
+    bare = HttpClient(dataclasses.replace(address, database=""), verify_tls=verify_tls)
+    version = check_connection(bare, attempts=attempts)
+    database = address.database
+    bare.query(
+        f"CREATE DATABASE IF NOT EXISTS {quote_ident(database)} ON CLUSTER {quote_ident(cluster)}",
+        {"distributed_ddl_task_timeout": 30},
+        context=f"making database {database} on cluster {cluster}",
+    )
+    return version, f"database {database} did not exist: created on every node of {cluster}"

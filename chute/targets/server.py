@@ -26,24 +26,17 @@ from chute.nativecompress import NativeCompressor, pipelined
 from chute.remote.http import retry
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, sources_filter
-from chute.targets.cluster import Shard, ShardLayout, shard_layout, wait_for_replicas
+from chute.targets.cluster import UNKNOWN_DATABASE, Shard, ShardLayout, make_database, shard_layout, wait_for_replicas
 from chute.targets.engines import DistributedEngine
 from chute.targets.gate import StreamGate
 from chute.targets.mutations import wait_for_mutations
 from chute.targets.rawpost import passes_through, post_file, server_settings
-from chute.targets.retries import retrying
+from chute.targets.retries import SYSTEM_READ_ATTEMPTS, listing_race, retrying
 from chute.targets.sharding import Shards, where
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage, unsent
 from chute.transport import HttpClient, ServerAddress, check_connection
 from chute.units import Unit
 
-# A system-table read on servers before 19.x fails when another table goes away while
-# it is listed (ClickHouse issue 3982): read again. The missing table is someone else's.
-# Workers that share a job drop many stages at once (server-parse: one per file): ten tries,
-# 10 s of waits in all.
-_VANISHED_TABLE = re.compile(r"Table (\S+) doesn't exist")
-_SYSTEM_READ = re.compile(r"\bFROM\s+system\.", re.IGNORECASE)
-SYSTEM_READ_ATTEMPTS = 10
 _DELETE = "DELETE WHERE "
 DELETE_ATTEMPTS = 3
 """DELETEs sent for rows that are still there after the server called the last one done."""
@@ -75,18 +68,6 @@ _IDEMPOTENT = re.compile(
 )
 
 
-def _listing_race(sql: str, exc: TargetError) -> bool:
-    """A system-table read that failed on a table dropped while it was listed (not a
-    missing system table): 18.16 lists every table of a database, then looks each up."""
-    vanished = _VANISHED_TABLE.search(str(exc))
-    return (
-        exc.code == 60
-        and _SYSTEM_READ.search(sql) is not None
-        and vanished is not None
-        and not vanished.group(1).strip("`.").startswith("system.")
-    )
-
-
 class ServerTarget:
     def __init__(
         self,
@@ -98,6 +79,7 @@ class ServerTarget:
         address: ServerAddress | None = None,
         connect_attempts: int = 3,
         via_distributed: bool = False,
+        cluster: str | None = None,
     ) -> None:
         self.address = address or ServerAddress.parse(url, password_file)
         if insecure and self.address.scheme == "https" and address is None:
@@ -107,11 +89,17 @@ class ServerTarget:
             )
         self.insecure = insecure
         self.client = HttpClient(self.address, verify_tls=not insecure)
-        version = check_connection(self.client, attempts=connect_attempts)
+        self.notes: list[str] = []
+        try:
+            version = check_connection(self.client, attempts=connect_attempts)
+        except TargetError as exc:
+            if exc.code != UNKNOWN_DATABASE or cluster is None or not self.address.database:
+                raise
+            version, note = make_database(self.address, not insecure, cluster, connect_attempts)
+            self.notes.append(note)
         self.shards = Shards(self, [self._node_address(n) for n in nodes], self._peer_at)
         """The shards of Distributed tables: where their rows are written."""
         self.shards.via_distributed = via_distributed
-        self.notes: list[str] = []
         self._caps = Capabilities.for_version(version)
         self._engine: Engine | None = None
         self._sent = 0
@@ -175,7 +163,7 @@ class ServerTarget:
             lambda _: self.client.rows(sql, settings, context),
             SYSTEM_READ_ATTEMPTS,
             0.02,
-            lambda exc: isinstance(exc, TargetError) and _listing_race(sql, exc),
+            lambda exc: isinstance(exc, TargetError) and listing_race(sql, exc),
         )
 
     def text(self, sql: str, fmt: str, context: str = "") -> str:
@@ -192,6 +180,11 @@ class ServerTarget:
 
     def guard_commits(self, owner: str, guard: Callable[[], None]) -> None:
         self.stage_owner, self.commit_guard = owner, guard
+
+    def allowing_missing_shards(self, allowed: bool) -> ServerTarget:
+        """This target with --allow-missing-shards as given (see LoadOptions.allow_missing_shards)."""
+        self.shards.allow_missing = allowed
+        return self
 
     def prepare(self, table: TableName, live_owners: Callable[[], set[str]] | None = None) -> None:
         Stage.drop_stale(self, table, live_owners)

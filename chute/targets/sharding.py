@@ -66,6 +66,10 @@ class Shards:
         """Rows committed per (cluster, shard) by this load."""
         self._nodes: dict[tuple[str, int, str], ServerTarget] = {}
         """(host, port, cluster) of a node that answered -> the node."""
+        self.allow_missing = False
+        """--allow-missing-shards: a random key's batches pass over a shard no node of which answers."""
+        self._missing_told: set[tuple[str, int]] = set()
+        self._reach_checked: set[str] = set()
         self.via_distributed = False
         """--insert-via-distributed: a batch is sent once, to the home node, which routes its rows
         into each shard's stage (`write_routed`)."""
@@ -102,6 +106,7 @@ class Shards:
     # -- the books, the replicas, the counts ---------------------------------------------
 
     def prepare(self, layout: ShardLayout, live_owners: Callable[[], set[str]] | None) -> None:
+        self._check_reach(layout)
         if self.via_distributed:  # a killed run's route tables, and its stages on every node (write_routed)
             with contextlib.suppress(ChuteError):
                 Stage.drop_stale(self.home, layout.table, live_owners)
@@ -113,6 +118,40 @@ class Shards:
         for shard in layout.shards:
             with contextlib.suppress(ChuteError):  # a shard that is down keeps its stages for later
                 Stage.drop_stale(self.peer(layout, shard), layout.local, live_owners)
+
+    def _check_reach(self, layout: ShardLayout) -> None:
+        """Once per load, before any row is written: a random key's table has every shard reached
+        (a node of each answers), or the load fails naming the one that does not; with
+        --allow-missing-shards its batches go to the others, with a note. (A keyed table's
+        batches fail by themselves on a shard that is down: their rows have nowhere else to go.)"""
+        if not layout.random or str(layout.table) in self._reach_checked:
+            return
+        self._reach_checked.add(str(layout.table))
+        for shard in layout.shards:
+            try:
+                self.peer(layout, shard)
+            except ShardUnavailable as exc:
+                self._missing(layout, shard, exc)
+
+    def _missing(self, layout: ShardLayout, shard: Shard, exc: ShardUnavailable) -> None:
+        """A random key's shard that no node answers for: the error that fails the load, or (allowed)
+        a note once per shard."""
+        if not self.allow_missing:
+            raise ShardUnavailable(
+                f"{exc}; its rows would all go to the other shards: give a node of it with --node, or "
+                "load into the shards that answer with --allow-missing-shards",
+                code=exc.code,
+                name=exc.name,
+            ) from exc
+        key = (layout.engine.cluster, shard.num)
+        with self._lock:
+            told = key in self._missing_told
+            self._missing_told.add(key)
+        if not told:
+            self.home.notes.append(
+                f"shard {shard.num} of cluster {layout.engine.cluster} did not answer ({exc}): its batches went "
+                "to the other shards (--allow-missing-shards)"
+            )
 
     def books_target(self, layout: ShardLayout) -> ServerTarget:
         return self.peer(layout, layout.shards[0])
@@ -277,6 +316,7 @@ class Shards:
                 self.peer(layout, by_num[num])
                 return by_num[num]
             except ShardUnavailable as exc:
+                self._missing(layout, by_num[num], exc)  # (raises unless --allow-missing-shards)
                 last = exc
         assert last is not None
         raise last

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -110,3 +113,41 @@ def test_command_sets_the_engine_allocator_unless_the_user_did(tmp_path: Path) -
         [sys.executable, "-c", probe, str(tmp_path / "db")], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "narenas:2 True"
+
+
+def test_a_load_that_stops_midway_reports_what_it_committed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load stopped by an error after some batches were committed (a target that went away,
+    the books' replicas): `--json` was only {ok: false, error}, though rows were in. Now it is the
+    report so far: the files committed and their rows, the others failed with the reason; the
+    error line says what was committed."""
+    from chute.cli import main
+    from chute.errors import TransientTargetError
+
+    loader_module = importlib.import_module("chute.load.loader")
+    original = loader_module.done
+    calls = []
+
+    def done_twice(*args: object, **kwargs: object) -> None:
+        calls.append(1)
+        if len(calls) > 2:
+            raise TransientTargetError("target went away")
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader_module, "done", done_twice)
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in range(5):
+        (data / f"f{f}.jsonl").write_text("".join(json.dumps({"id": f * 10 + i}) + "\n" for i in range(10)))
+    target = str(tmp_path / "db")
+    code = main(["load", str(data), "-t", "t", "--target", target, "--json", "--batch-files", "1", "--workers", "1"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    report = json.loads(out)
+    assert report["ok"] is False and "target went away" in report["error"]
+    loaded = [f for f in report["files"] if f["state"] == "loaded"]
+    assert len(loaded) == 2 and report["rows_loaded"] == 20 == sum(f["rows_loaded"] for f in loaded)
+    assert {f["state"] for f in report["files"]} == {"loaded", "failed"} and report["files_total"] == 5
+    assert all("the load stopped" in f["error"] for f in report["files"] if f["state"] == "failed")
+    assert "2 file(s) and 20 rows were committed" in err, err

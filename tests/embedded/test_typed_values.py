@@ -10,6 +10,7 @@ as the engine's own read gives them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,27 @@ def test_a_timestamp_with_a_fraction_of_a_second_does_not_fit_datetime(tmp_path:
     (error,) = [r["error"] for r in engine.rows("SELECT error FROM t_rejects")]
     assert error.startswith("column ts: 2024-01-01 12:00:00.5") and "DateTime" in error
     engine.close()
+
+
+@pytest.mark.parametrize("fmt", ["Parquet", "ORC", "Arrow"])
+def test_arrays_tuples_and_maps_into_text_columns_are_their_json_text(tmp_path: Path, fmt: str) -> None:
+    """A typed file's list<struct>, struct or map into a String column (as a server without
+    Tuple inside Array makes one): the engine's reader refuses it ([53] TYPE_MISMATCH); chute
+    reads the file's own type and writes each value's JSON text."""
+    target = str(tmp_path / "db")
+    engine = open_engine(target)
+    engine.execute(
+        f"CREATE TABLE t (id UInt64, l String, m Nullable(String), {PROVENANCE}) ENGINE = MergeTree ORDER BY id"
+    )
+    path = tmp_path / f"a.{fmt.lower()}"
+    engine.execute(
+        f"INSERT INTO FUNCTION file({quote_str(str(path))}, {quote_str(fmt)}) SELECT number AS id, "
+        "[CAST((number, concat('x\"', toString(number))), 'Tuple(a Int64, b String)')] AS l, "
+        "map('k', number) AS m FROM numbers(3)"
+    )
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and report.rows_loaded == 3, report.files
+    got = [line.split("\t") for line in engine.text("SELECT id, l, m FROM t ORDER BY id", "TSVRaw").splitlines()]
+    assert [[int(i), json.loads(lst), json.loads(m)] for i, lst, m in got] == [
+        [n, [{"a": n, "b": f'x"{n}'}], {"k": n}] for n in range(3)
+    ]

@@ -9,6 +9,7 @@ Skipped, with what to install, where scripts/install-source-servers has not run.
 
 from __future__ import annotations
 
+import decimal
 import json
 import random
 import signal
@@ -612,8 +613,10 @@ def test_mysql_timestamps_read_as_text(mariadb: MariaDBServer, target: str) -> N
 
 
 def test_postgres_values_that_do_not_fit_are_rejects(postgres: PostgresServer, target: str) -> None:
-    """NaN, a numeric past Decimal(38, 19), dates BC and infinities: the engine's reader would make
-    them NULL, cut them or fail the whole read; chute keeps each as a reject with its reason."""
+    """NaN, dates BC and infinities: the engine's reader would make them NULL, cut them or fail the
+    whole read; chute keeps each as a reject with its reason. A numeric without precision gets the
+    type its values need (here 30 digits before the point and 22 after: Decimal(76, 22)), so the
+    values past the engine's Decimal(38, 19) load, every digit kept."""
     postgres.sql(
         "CREATE TABLE edge (id int PRIMARY KEY, ts timestamp(3), tstz timestamptz, d date, n numeric, "
         "n2 numeric(12, 2));"
@@ -630,7 +633,7 @@ def test_postgres_values_that_do_not_fit_are_rejects(postgres: PostgresServer, t
     )
     url = f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/edge"
     report = load(url, "edge", target)
-    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 7)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (4, 5)
     rows = open_engine(target).rows(
         "SELECT id, toString(ts) AS ts, toString(tstz) AS tstz, toString(d) AS d, toString(n) AS n, "
         "toString(n2) AS n2 FROM edge ORDER BY id"
@@ -640,10 +643,10 @@ def test_postgres_values_that_do_not_fit_are_rejects(postgres: PostgresServer, t
          "n": "1.5", "n2": "1.25"},
         {"id": 2, "ts": "1000-01-01 00:00:00.000000", "tstz": "1000-01-01 00:00:00.000000", "d": "1000-01-01",
          "n": "0.1", "n2": "2"},
+        {"id": 3, "ts": None, "tstz": None, "d": None, "n": "3.14159265358979323846", "n2": None},
+        {"id": 4, "ts": None, "tstz": None, "d": None, "n": "123456789012345678901234567890", "n2": None},
     ]  # fmt: skip
     assert _rejects(target, "edge") == [
-        (3, "column n: 3.14159265358979323846 does not fit Decimal(38, 19)"),
-        (4, "column n: 123456789012345678901234567890 does not fit Decimal(38, 19)"),
         (5, "column ts: infinity does not fit DateTime64(6, 'UTC')"),
         (6, "column tstz: -infinity does not fit DateTime64(6, 'UTC')"),
         (7, "column d: 0044-03-15 BC does not fit Date32"),
@@ -829,3 +832,100 @@ def test_a_dropped_table_loads_again_in_the_run_that_says_so(db: Db, target: str
     assert any("was not there" in n for n in again.notes)
     assert _engine_checksum(target, "dropme") == db.checksum("dropme")
     assert load(url, "dropme", target).files == []
+
+
+def _pg_url(postgres: PostgresServer, table: str) -> str:
+    return f"postgresql://{TEST_USER}:{TEST_PASSWORD}@{postgres.address}/{TEST_DATABASE}/public.{table}"
+
+
+@pytest.mark.parametrize("dest", ["embedded", "server"])
+def test_postgres_numeric_without_precision_gets_a_type_that_holds_every_value(
+    postgres: PostgresServer, target: str, request: pytest.FixtureRequest, dest: str
+) -> None:
+    """`numeric(12, 2) / 7` is 0.14285714285714285714: 20 digits after the point, which the
+    engine's Decimal(38, 19) cannot hold; every such row was a reject. The server measures the
+    column when the run plans: Decimal(38, 20) holds them all, on 18.16 too; no rejects."""
+    postgres.sql(
+        f"CREATE TABLE divs_{dest} (id int PRIMARY KEY, q numeric, z numeric);"
+        f"INSERT INTO divs_{dest} SELECT g, (g * 1.25)::numeric(12, 2) / 7, NULL FROM generate_series(1, 3000) g;"
+        f"INSERT INTO divs_{dest} VALUES (3001, 'NaN', NULL), (3002, NULL, 0), (3003, -12345678901234567.5, NULL);"
+    )
+    where = target if dest == "embedded" else str(request.getfixturevalue("server_url"))
+    report = load(_pg_url(postgres, f"divs_{dest}"), "divs", where)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (3002, 1), [f.error for f in report.files]
+    assert any(n.startswith("column q: numeric without precision") and "Decimal(38, 20)" in n for n in report.notes)
+    expected = postgres.sql(f"SELECT string_agg(q::text, ',' ORDER BY id) FROM divs_{dest} WHERE q <> 'NaN'")
+    sql = "SELECT arrayStringConcat(groupArray(toString(q)), ',') FROM (SELECT q FROM divs WHERE q != 0 ORDER BY id)"
+    got = open_engine(where).text(sql, "TSVRaw") if dest == "embedded" else server_query(where, sql + " FORMAT TSVRaw")
+    assert [decimal.Decimal(v) for v in got.strip().split(",")] == [
+        decimal.Decimal(v) for v in expected.strip().split(",")
+    ]
+    # The next run measures more digits than the table holds: such a value is a reject, never cut.
+    postgres.sql(f"INSERT INTO divs_{dest} VALUES (3004, 0.1234567890123456789012, NULL), (3005, 1.5, NULL);")
+    again = load(_pg_url(postgres, f"divs_{dest}"), "divs", where)
+    assert again.ok and (again.rows_loaded, again.rows_rejected) == (1, 1), [f.error for f in again.files]
+    errors = "SELECT error FROM divs_rejects ORDER BY _source_row"
+    found = open_engine(where).text(errors, "TSVRaw") if dest == "embedded" else server_query(where, errors)
+    assert "column q: 0.1234567890123456789012 does not fit Decimal(38, 20)" in found, found
+
+
+@pytest.mark.parametrize("dest", ["embedded", "server"])
+def test_postgres_numerics_past_38_and_76_digits_keep_every_digit(
+    postgres: PostgresServer, target: str, request: pytest.FixtureRequest, dest: str
+) -> None:
+    """Past 38 digits: Decimal(76, S) in the embedded engine (String with a note on 18.16); past 76:
+    String holding each number's text, with a note. A numeric[] whose elements the engine's
+    Decimal(38, 19) cuts is String holding the array's text."""
+    wide = "1234567890123456789012345.12345678901234567890"  # 25 + 20 digits
+    huge = "9" * 60 + "." + "1" * 30  # 90 digits
+    postgres.sql(
+        f"CREATE TABLE wides_{dest} (id int PRIMARY KEY, w numeric, h numeric, a numeric[], ok numeric[]);"
+        f"INSERT INTO wides_{dest} VALUES (1, {wide}, {huge}, ARRAY[0.123456789012345678901, NULL], ARRAY[1.5]),"
+        "(2, -1, 1, NULL, NULL);"
+    )
+    where = target if dest == "embedded" else str(request.getfixturevalue("server_url"))
+    report = load(_pg_url(postgres, f"wides_{dest}"), "wides", where)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 0), [f.error for f in report.files]
+    notes = " | ".join(report.notes)
+    assert "column w: numeric without precision holds values of up to 25 digits before the point and 20 after" in notes
+    assert "column h:" in notes and "String holding each number's text" in notes, notes
+    assert "column a: numeric[] without precision" in notes, notes
+    sql = "SELECT toString(w), toString(h), ifNull(a, 'NULL'), toString(ok) FROM wides ORDER BY id"
+    got = open_engine(where).text(sql, "TSVRaw") if dest == "embedded" else server_query(where, sql + " FORMAT TSVRaw")
+    got_rows = [line.split("\t") for line in got.splitlines()]
+    assert [decimal.Decimal(r[0]) for r in got_rows] == [decimal.Decimal(wide), -1]
+    assert [r[1:3] for r in got_rows] == [[huge, "{0.123456789012345678901,NULL}"], ["1", "NULL"]]
+    assert [[decimal.Decimal(v) for v in r[3].strip("[]").split(",") if v] for r in got_rows] == [[1.5], []]
+    types = dict(
+        line.split("\t")
+        for line in (
+            open_engine(where).text("SELECT name, type FROM system.columns WHERE table = 'wides'", "TSVRaw")
+            if dest == "embedded"
+            else server_query(
+                where,
+                "SELECT name, type FROM system.columns WHERE database = currentDatabase() "
+                "AND table = 'wides' FORMAT TSVRaw",
+            )
+        ).splitlines()
+    )
+    assert types["w"] == ("Nullable(Decimal(76, 20))" if dest == "embedded" else "Nullable(String)")
+    assert types["h"] == "Nullable(String)"
+
+
+def test_mysql_decimal_keeps_its_declared_type_and_every_digit(mariadb: MariaDBServer, target: str) -> None:
+    """MySQL/MariaDB DECIMAL always has a precision (at most 65 digits, 30 after the point): the
+    engine's type is the declared one, and every value loads exactly."""
+    values = ["12345678901234567890123456789012345.123456789012345678901234567890", "0.142857142857142857142857142857"]
+    mariadb.sql(
+        "CREATE TABLE decs (id INT PRIMARY KEY, d DECIMAL(65, 30), s DECIMAL(12, 2));"
+        f"INSERT INTO decs VALUES (1, {values[0]}, 1.25), (2, {values[1]}, -0.5);"
+    )
+    report = load(f"mysql://{TEST_USER}:{TEST_PASSWORD}@{mariadb.address}/{TEST_DATABASE}/decs", "decs", target)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (2, 0), [f.error for f in report.files]
+    engine = open_engine(target)
+    assert {r["name"]: r["type"] for r in engine.rows("DESCRIBE decs")}["d"] == "Nullable(Decimal(65, 30))"
+    got = engine.text("SELECT toString(d), toString(s) FROM decs ORDER BY id", "TSVRaw").splitlines()
+    assert [[decimal.Decimal(v) for v in line.split("\t")] for line in got] == [
+        [decimal.Decimal(values[0]), decimal.Decimal("1.25")],
+        [decimal.Decimal(values[1]), decimal.Decimal("-0.5")],
+    ]

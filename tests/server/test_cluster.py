@@ -13,11 +13,13 @@ import importlib
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 import chute
+from chute.errors import ShardUnavailable
 
 from ..harness.cluster import ClickHouseCluster, ClusterNode
 from . import test_cluster_harness
@@ -333,3 +335,89 @@ def test_a_replica_that_dies_mid_load_gives_way_to_the_other(
     cluster.node(2).start()
     cluster.node(3).query(f"SYSTEM SYNC REPLICA {db}.ev_local")
     assert _n(cluster.node(3), "SELECT count() FROM ev", db) == loaded == (6 - len(failed)) * ROWS
+
+
+def test_a_shard_chute_cannot_reach_fails_the_load_unless_allowed(
+    cluster: ClickHouseCluster, db: str, tmp_path: Path
+) -> None:
+    """Sharded by rand(), no --node: shard 2 is not at the target's HTTP port, so chute reaches
+    shard 1 alone. Every batch went there and the load said ok (exit 0), a note saying only
+    "not counted". Now the load fails naming the shard and the ways on, nothing written;
+    --allow-missing-shards loads into the shards that answer, with a note."""
+    _distributed(cluster, db, "ev", "c2x1", "rand()")
+    data = _files(tmp_path / "data", 4)
+    url = cluster.node(0).target_url(db)
+    with pytest.raises(ShardUnavailable) as failed:
+        chute.load(str(data), "ev", url)
+    error = str(failed.value)
+    assert "shard 2 of cluster c2x1" in error and "--node" in error and "--allow-missing-shards" in error, error
+    assert _n(cluster.node(0), "SELECT count() FROM ev_local", db) == 0
+    allowed = chute.load(str(data), "ev", url, chute.LoadOptions(allow_missing_shards=True))
+    assert allowed.ok and allowed.rows_loaded == 4 * ROWS, allowed.files
+    assert any("shard 2 of cluster c2x1" in n and "--allow-missing-shards" in n for n in allowed.notes), allowed.notes
+    assert _n(cluster.node(0), "SELECT count() FROM ev_local", db) == 4 * ROWS
+
+
+def test_cluster_makes_the_database_named_in_the_url(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """--cluster with a target URL naming a database no node has yet (http://host:port/newdb):
+    it failed `[81] Database newdb doesn't exist` (the URL's database is every query's); now
+    it is made ON CLUSTER first, as for --table newdb.ev."""
+    data = _files(tmp_path / "data", 2)
+    newdb = f"{db}_url"
+    options = chute.LoadOptions(cluster="c2x2", shard_by="cityHash64(id)", nodes=tuple(_nodes(cluster)))
+    try:
+        report = chute.load(str(data), "ev", cluster.node(0).target_url(newdb), options)
+        assert report.ok and report.rows_loaded == 2 * ROWS, report.files
+        assert any(n.startswith(f"database {newdb} did not exist") for n in report.notes), report.notes
+        for node in cluster:
+            assert node.query(f"SELECT count() FROM system.databases WHERE name = '{newdb}'").strip() == "1"
+        assert _n(cluster.node(3), f"SELECT count() FROM {newdb}.ev", db) == 2 * ROWS
+    finally:
+        cluster.node(0).query(f"DROP DATABASE IF EXISTS {newdb} ON CLUSTER c2x2")
+
+
+def test_two_workers_making_the_books_at_once(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """Two workers start at once, one through each replica, before any books exist: each makes
+    its replica of the books while the other makes its own. One exited 1 saying a replica of the
+    books "is down" (the other's, made a moment before and not active yet). Now the race is
+    benign: both finish, every row once."""
+    data = _files(tmp_path / "data", 6)
+    for trial in range(3):
+        table = f"ev{trial}"
+        _replicated(cluster, db, table)
+        args = ["load", str(data), "-t", table, "--json", "--batch-mb", "1"]
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "chute.cli", *args, "--target", cluster.node(i).target_url(db)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for i in (0, 1)
+        ]
+        for proc in workers:
+            _, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, (trial, err.decode())
+        for node in (cluster.node(0), cluster.node(1)):
+            node.query(f"SYSTEM SYNC REPLICA {db}.{table}")
+            assert _n(node, f"SELECT count() FROM {table}", db) == 6 * ROWS
+            assert _n(node, f"SELECT uniqExact(id) FROM {table}", db) == 6 * ROWS
+
+
+def test_a_books_replica_not_active_yet_is_waited_for(cluster: ClickHouseCluster, db: str, tmp_path: Path) -> None:
+    """The books' quorum writes need every replica active. A replica another worker has just made
+    is not, for a moment (two workers making the books at once): the load failed at once saying a
+    replica "is down". Here node 1's replica of the ledger is inactive for a few seconds (detached,
+    then attached again): the load through node 0 waits for it and finishes."""
+    _replicated(cluster, db, "ev")
+    seed = _files(tmp_path / "seed", 1, start=100)
+    assert chute.load(str(seed), "ev", cluster.node(0).target_url(db)).ok
+    assert chute.load(str(seed), "ev", cluster.node(1).target_url(db)).rows_loaded == 0
+    other = cluster.node(1)
+    other.query(f"DETACH TABLE {db}._chute_ledger")
+    back = threading.Timer(3.0, lambda: other.query(f"ATTACH TABLE {db}._chute_ledger"))
+    back.start()
+    try:
+        report = chute.load(str(_files(tmp_path / "data", 2)), "ev", cluster.node(0).target_url(db))
+    finally:
+        back.join()
+    assert report.ok and report.rows_loaded == 2 * ROWS, report.files

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+import chute
+from chute.engine import open_engine
+from chute.errors import AttachedLate, TargetError
 from chute.formats import FileFormat
 from chute.load.claims import CLAIMS_TABLE, ClaimLost, Claims
 from chute.load.ledger import LEDGER_TABLE, Ledger
@@ -301,6 +304,73 @@ def test_the_commit_guard_refuses_after_a_lapsed_lease(clickhouse_server: ClickH
     )
     with pytest.raises(ClaimLost):
         claims2.guard()
+
+
+def test_a_claim_released_by_another_lane_during_the_guard_is_not_lost(
+    clickhouse_server: ClickHouseServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two lanes of one worker: lane 1's commit guard reads which of the worker's claims are
+    live while lane 2, done, releases its own. Its `released` row on the server was taken for
+    a lost claim: lane 1 was told its rows went in late and took them out again (issue 46
+    item 9, a file `loaded` in the report whose rows were gone). Released claims are given up,
+    not lost."""
+    url = _fresh(clickhouse_server, "lanes")
+    claims = Claims(_server_target(url), TableName(None, "ev"), "me", 30)
+    claims.ensure()
+    claims.claim(["lane1.csv"])
+    claims.claim(["lane2.csv"])
+    real_rows = Claims._rows
+    released = []
+
+    def rows_after_release(self: Claims, sql: str, context: str):  # type: ignore[no-untyped-def]
+        if context == "checking claims" and not released:
+            released.append(1)
+            self.release(["lane2.csv"])  # (between the guard's look at its claims and its query)
+        return real_rows(self, sql, context)
+
+    monkeypatch.setattr(Claims, "_rows", rows_after_release)
+    claims.guard()  # lane 1's claim is live: no ClaimLost
+    assert released
+
+
+def test_rows_that_went_in_late_are_taken_out_alone(
+    clickhouse_server: ClickHouseServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of two files whose commit fails is loaded a file at a time: the first file
+    is done (in the ledger and the report), then the second one's rows go in "late" (the
+    worker's claims may have ended meanwhile): they are taken out again and left to another
+    worker (here this one, once its claims end). The first file's rows were taken out with
+    them, while the ledger and the report said loaded (issue 46 item 9: a file `loaded`, its
+    rows gone)."""
+    url = _fresh(clickhouse_server, "late")
+    engine = open_engine(":memory:")
+    for i, name in enumerate(["a", "b", "c", "d"]):  # (two batches of two)
+        path = quote_str(str(tmp_path / f"{name}.parquet"))
+        engine.execute(f"INSERT INTO FUNCTION file({path}, 'Parquet') SELECT {i}::Int64 AS id")
+    real_move_in = Stage._move_in
+    attached: list[dict[str, int]] = []
+
+    def first_fails_third_late(self: Stage, counts: dict[str, int]) -> dict[str, int]:
+        if self.target.table != "t":
+            return real_move_in(self, counts)
+        attached.append(counts)
+        if len(attached) == 1:
+            raise TargetError("refused (test)")  # nothing moved: the batch is split
+        moved = real_move_in(self, counts)
+        if len(attached) == 3:
+            raise AttachedLate("went in late (test)")
+        return moved
+
+    monkeypatch.setattr(Stage, "_move_in", first_fails_third_late)
+    options = chute.LoadOptions(lease_seconds=3, connections=1)  # (one lane: the batches in turn)
+    report = chute.load([str(tmp_path)], table="t", target=url, options=options)
+    assert len(attached) > 3 and len(attached[0]) == 2 and len(attached[1]) == 1, attached
+    database = url.rsplit("/", 1)[1]
+    got = clickhouse_server.query("SELECT id, count() FROM t GROUP BY id ORDER BY id FORMAT TSV", database=database)
+    assert got.split() == ["0", "1", "1", "1", "2", "1", "3", "1"], (got, report.files)
+    assert [(Path(f.source).name, f.state, f.rows_loaded) for f in report.files] == [
+        (f"{name}.parquet", "loaded", 1) for name in "abcd"
+    ]
 
 
 def test_stale_stages_of_live_workers_are_kept(clickhouse_server: ClickHouseServer) -> None:

@@ -361,6 +361,27 @@ def test_nested_json_into_the_18_16_server(tmp_path: Path, server_url: str) -> N
     assert arrays == [r["arr"] for r in records]
 
 
+def test_parquet_list_of_structs_into_the_18_16_server(tmp_path: Path, server_url: str, engine) -> None:  # type: ignore[no-untyped-def]
+    """18.16 has no Tuple inside Array: chute makes `l String` and `m String`; the engine's
+    Parquet reader refused a list<struct> as String ([53] TYPE_MISMATCH) and the file failed.
+    Now each value is its JSON text, in the new table and in a later load into it."""
+    select = (
+        "SELECT number + {o} AS id, [CAST((number, concat('x\"', toString(number))), 'Tuple(a Int64, b String)'), "
+        "CAST((7, ''), 'Tuple(a Int64, b String)')] AS l, map('k', number) AS m FROM numbers(3)"
+    )
+    notes = []
+    for name, offset in (("a", 0), ("b", 10)):
+        write_with_engine(engine, tmp_path / f"{name}.parquet", "Parquet", select.format(o=offset))
+        report = chute.load([str(tmp_path / f"{name}.parquet")], table="t", target=server_url)
+        assert report.ok and report.rows_loaded == 3, report.files
+        notes += report.notes
+    assert any(n.startswith("column l: Array(Tuple(") and "JSON text" in n for n in notes)
+    assert dict(columns(server_url))["l"] == "String"
+    got = rows(server_url, "SELECT id, l, m FROM t ORDER BY id")
+    expected = [[o + n, [{"a": n, "b": f'x"{n}'}, {"a": 7, "b": ""}], {"k": n}] for o in (0, 10) for n in range(3)]
+    assert [[int(i), json.loads(lst), json.loads(m)] for i, lst, m in got] == expected
+
+
 DATES = ("1970-01-01", "2020-02-29", "2149-06-06")
 
 

@@ -59,14 +59,15 @@ told to write in that zone (PGOPTIONS, with ISO dates, hex bytea and exact
 floats); MySQL writes TIMESTAMP in the server's time_zone, read from its global
 variables (exact for UTC and named zones; a SYSTEM zone known only by an
 abbreviation such as EST is taken as that fixed offset). The rest is the
-engine's: numeric(p, s) -> Decimal(p, s), numeric without precision ->
-Decimal(38, 19), json/jsonb, enums, time, interval, inet, money -> String,
+engine's: numeric(p, s) -> Decimal(p, s), numeric without precision -> the
+Decimal its values need, measured by the server when a run plans
+(chute.sources.database.numerics), json/jsonb, enums, time, interval, inet, money -> String,
 arrays -> Array (a NULL array is []), NOT NULL -> not Nullable.
 
 Timestamps, dates and numerics are read as the server's text (a table of the
 engine's PostgreSQL/MySQL engine with those columns as String) and converted
 exactly (chute.sources.database.exact): a value its column cannot hold (MySQL
-zero and invalid dates, NaN, numerics past Decimal(38, 19), BC, infinity) fails
+zero and invalid dates, NaN, numerics past the column's Decimal, BC, infinity) fails
 the batch with `column C: a value does not fit T`, and the range's careful pass
 (`CheckedValues`) loads the rows that fit and keeps the others as rejects.
 `--where` and the --cursor column keep the engine's own reading.

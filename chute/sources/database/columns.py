@@ -24,6 +24,8 @@ class SourceColumn:
     (chute.sources.database.exact); "": the engine's reading is exact."""
     text: bool = False
     """The column is read as the server's text (`raw` is String), converted by `expr`."""
+    numeric: bool = False
+    """A PostgreSQL numeric or MySQL DECIMAL: its text converts exactly into any Decimal."""
 
 
 def split_nullable(type_name: str) -> tuple[bool, str]:

@@ -17,8 +17,11 @@ the value in the column's type, NULL where it does not fit exactly.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from chute.sql import quote_str
+from chute.sources.base import CheckedRead
+from chute.sources.database.columns import SourceColumn, split_nullable
+from chute.sql import quote_ident, quote_str
 
 
 def temporal(t: str, inner: str, zone: str, pg: bool, offset: bool = False) -> str | None:
@@ -74,3 +77,34 @@ def decimal(t: str, inner: str, free: bool) -> str:
     # AND is lazy: the pattern runs only on text with more digits after the point than the scale.
     extra = f"{point} > 0 AND length({t}) - {point} > {scale} AND match({t}, {pattern})"
     return f"if({extra}, NULL, {value})"
+
+
+def strict(column: SourceColumn) -> str:
+    """The value of a column read as text; the read fails naming the column where one does not fit."""
+    ident = quote_ident(column.name)
+    message = quote_str(f"column {column.name}: a value does not fit {split_nullable(column.type)[1]}")
+    if split_nullable(column.type)[1] == "String":  # the text itself (chute.sources.database.numerics)
+        return f"CAST({column.exact}, {quote_str(column.type)})"
+    fits = f"isNull({ident}) OR isNotNull({column.exact})"
+    return f"CAST({column.exact} + throwIf(NOT ({fits}), {message}), {quote_str(column.type)})"
+
+
+def checked_read(column: SourceColumn, type_sql: str) -> CheckedRead | None:
+    """How the loader reads a column read as text (`column.text`) into `type_sql`, its own type or
+    the table's (see `CheckedValues`); None where the conversion is not one of these."""
+    ident = quote_ident(column.name)
+    nullable, inner = split_nullable(type_sql)
+    if column.type != type_sql and column.numeric and inner.startswith("Decimal"):
+        # A table made by an earlier run (or by hand): the text converts exactly into its type.
+        column = replace(column, type=type_sql, exact=decimal(ident, inner, True))
+    elif column.type != type_sql:
+        if (split_nullable(column.type)[1], inner) != ("Date32", "Date"):
+            return None
+        # A server without Date32 (before 21.9): Date, which holds 1970-01-01 to 2149-06-06;
+        # a cast past them fails the whole read, so such a date is a rejected row.
+        in_range = f"{column.exact} BETWEEN toDate32('1970-01-01') AND toDate32('2149-06-06')"
+        column = replace(column, type=type_sql, exact=f"if({in_range}, toDate({column.exact}), NULL)")
+    missing = "NULL" if nullable else f"defaultValueOfTypeName({quote_str(inner)})"
+    fits = f"(isNull({ident}) OR isNotNull({column.exact}))"
+    lenient = f"CAST(if({fits}, {column.exact}, {missing}), {quote_str(type_sql)})"
+    return CheckedRead(column.raw, strict(column), fits, lenient)

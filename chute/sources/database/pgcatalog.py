@@ -21,7 +21,8 @@ INTEGER_TYPES = "('pg_catalog.int2'::regtype, 'pg_catalog.int4'::regtype, 'pg_ca
 def catalog_query(schema: str, table: str, split_by: str | None, bounds: bool) -> str:
     """Rows (id, k, c, v): ("type", column, type name as information_schema's data_type names it, with
     "numeric free" for a numeric without precision), ("key", column, position in the primary key),
-    ("declared", column, `numeric(p,s)`) for each numeric with a precision, and,
+    ("declared", column, `numeric(p,s)`) for each numeric with a precision, ("freearray", column, "")
+    for each numeric[] without one, and,
     with `bounds`, ("bounds", key column, XML of its min and max) for the integer column `split_by` (else
     the one-column primary key) and ("estimate", "", rows: reltuples scaled to the table's pages now, as
     PostgreSQL's planner does; -1 when never analyzed)."""
@@ -58,7 +59,12 @@ def catalog_query(schema: str, table: str, split_by: str | None, bounds: bool) -
         "SELECT 'declared:' || c.attname, 'declared', c.attname::text, pg_catalog.format_type(c.base, c.mod) "
         "FROM cols c WHERE c.base = 'pg_catalog.numeric'::regtype AND c.mod >= 0"
     )
-    parts = [types, keys, declared]
+    # numeric[] without precision: its elements are measured (chute.sources.database.numerics).
+    free_arrays = (
+        "SELECT 'freearray:' || c.attname, 'freearray', c.attname::text, '' "
+        "FROM cols c WHERE c.base = 'pg_catalog._numeric'::regtype AND c.mod < 0"
+    )
+    parts = [types, keys, declared, free_arrays]
     if bounds:
         minmax = pg_str("SELECT min(%1$I)::text AS lo, max(%1$I)::text AS hi FROM %2$I.%3$I")
         parts.append(

@@ -55,6 +55,7 @@ class DatabaseSource(SourceBase):
             table = DatabaseTable(url, self.options, self.engine, zone)
             planned = Planner(table, self.options.loaded, now, self.parts, dict(self.options.loaded_rows)).plan()
             if planned:
+                self.notes.extend(table.measure_numerics())
                 table.read_as_text(f"{quote_ident(READ_DATABASE)}.{quote_ident(f't{i}')}")
             table.streams = self._streams(table)
             ranges = sum(1 for u in planned if self.parts[u.key].key)

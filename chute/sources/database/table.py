@@ -11,7 +11,8 @@ from chute.engine import Engine
 from chute.errors import ChuteError, SchemaError, SourceError, UsageError
 from chute.sources.base import CheckedRead, SourceOptions
 from chute.sources.database.columns import SourceColumn, one_reason, parse_structure, scrub_secret, split_nullable
-from chute.sources.database.exact import decimal, temporal
+from chute.sources.database.exact import checked_read, decimal, strict, temporal
+from chute.sources.database.numerics import with_measured_types
 from chute.sources.database.pgcatalog import catalog_query, parse_bounds, unreadable_numerics
 from chute.sources.database.url import (
     CONNECTION_ERRORS,
@@ -306,7 +307,8 @@ class DatabaseTable:
         if inner in ("Date", "Date32"):
             return SourceColumn(name, raw, raw, ident, exact=temporal(ident, inner, "UTC", pg) or "")
         if inner.startswith("Decimal"):
-            return SourceColumn(name, raw, raw, ident, exact=decimal(ident, inner, kind == "numeric free"))
+            exact = decimal(ident, inner, kind == "numeric free")
+            return SourceColumn(name, raw, raw, ident, exact=exact, numeric=True)
         if inner in ("Float32", "Float64"):
             # The engine's MySQL reader rounds the shortest text the server writes for a DOUBLE
             # (0.30000000000000004 comes out 0.3000000000000001, 4.9e-324 is 0, the largest is
@@ -314,6 +316,24 @@ class DatabaseTable:
             # as text, parsed exactly (NaN and the infinities too).
             return SourceColumn(name, raw, raw, ident, exact=f"to{inner}OrNull({ident})")
         return SourceColumn(name, raw, raw, ident)
+
+    def measure_numerics(self) -> list[str]:
+        """PostgreSQL numerics without precision get the type their values need, measured by the
+        server now (chute.sources.database.numerics); the report's notes."""
+        if self.url.dialect != "postgresql":
+            return []
+        kinds = self._catalog_types()
+        scalars = [c.name for c in self.columns if kinds.get(c.name) == "numeric free"]
+        arrays = [r["c"] for r in self._catalog() if r["k"] == "freearray" and r["c"] in self.by_name]
+        self.columns, notes = with_measured_types(
+            self.columns,
+            (self.url.schema, self.url.table),
+            (scalars, arrays),
+            lambda query, names: self.server_rows(query, names, "measuring numerics")[0],
+            bool(self.options.where),
+        )
+        self.by_name = {c.name: c for c in self.columns}
+        return notes
 
     def _mysql_zone(self) -> str | None:
         """The zone MySQL writes TIMESTAMP values in (its time_zone), if the engine knows the name."""
@@ -397,7 +417,8 @@ class DatabaseTable:
         if self.options.where or not texts:
             return
         u = self.url
-        text = {c.name: "Nullable(String)" if split_nullable(c.raw)[0] else "String" for c in self.columns}
+        nullable = {c.name for c in self.columns if split_nullable(c.raw)[0] or split_nullable(c.type)[0]}
+        text = {c.name: "Nullable(String)" if c.name in nullable else "String" for c in self.columns}
         structure = ", ".join(
             f"{quote_ident(c.name)} {text[c.name] if c.name in texts else c.raw}" for c in self.columns
         )
@@ -413,36 +434,14 @@ class DatabaseTable:
             raise self.error(exc, "preparing the read") from None
         self.source = name
         self.columns = [
-            replace(c, raw=text[c.name], expr=self.strict(c), text=True) if c.name in texts else c for c in self.columns
+            replace(c, raw=text[c.name], expr=strict(c), text=True) if c.name in texts else c for c in self.columns
         ]
         self.by_name = {c.name: c for c in self.columns}
-
-    @staticmethod
-    def strict(column: SourceColumn) -> str:
-        """The value of a column read as text; the read fails naming the column where one does not fit."""
-        ident = quote_ident(column.name)
-        message = quote_str(f"column {column.name}: a value does not fit {split_nullable(column.type)[1]}")
-        fits = f"isNull({ident}) OR isNotNull({column.exact})"
-        return f"CAST({column.exact} + throwIf(NOT ({fits}), {message}), {quote_str(column.type)})"
 
     def checked_read(self, name: str, type_sql: str) -> CheckedRead | None:
         """How the loader reads a column this table reads as text into its own type (see `CheckedValues`)."""
         column = self.by_name.get(name)
-        if column is None or not column.text:
-            return None
-        ident = quote_ident(name)
-        nullable, inner = split_nullable(type_sql)
-        if column.type != type_sql:
-            if (split_nullable(column.type)[1], inner) != ("Date32", "Date"):
-                return None
-            # A server without Date32 (before 21.9): Date, which holds 1970-01-01 to 2149-06-06;
-            # a cast past them fails the whole read, so such a date is a rejected row.
-            in_range = f"{column.exact} BETWEEN toDate32('1970-01-01') AND toDate32('2149-06-06')"
-            column = replace(column, type=type_sql, exact=f"if({in_range}, toDate({column.exact}), NULL)")
-        missing = "NULL" if nullable else f"defaultValueOfTypeName({quote_str(inner)})"
-        fits = f"(isNull({ident}) OR isNotNull({column.exact}))"
-        lenient = f"CAST(if({fits}, {column.exact}, {missing}), {quote_str(type_sql)})"
-        return CheckedRead(column.raw, self.strict(column), fits, lenient)
+        return None if column is None or not column.text else checked_read(column, type_sql)
 
     def select(self, where: str, structure: str | None, extras: tuple[str, ...] = ()) -> str:
         """SELECT a part of the table: chute's types, or `structure`'s names and types (plus `extras`)."""
