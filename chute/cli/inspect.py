@@ -1,4 +1,4 @@
-"""Looking into a target: `chute status` (the ledger) and `chute query`."""
+"""Looking into a target: `chute status` (the ledger) and `chute query`; `chute forget`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,26 @@ from typing import Any
 
 from chute.cli.common import EXIT_OK
 from chute.inspect import status_and_placement
+from chute.load import forget
+
+
+def forget_command(args: argparse.Namespace) -> int:
+    report = forget(args.sources, args.table, args.target, args.password_file, args.insecure, args.keep_rows)
+    if args.json:
+        print(json.dumps({"ok": True, **report.to_dict()}, indent=2))
+        return EXIT_OK
+    files = report.files
+    shown = files if len(files) <= 10 else [*files[:9], f"... and {len(files) - 9} more"]
+    for name in shown:
+        print(f"forgot {name}")
+    rows = "its rows stay (--keep-rows)" if report.kept_rows else f"{report.rows_deleted:,} rows deleted"
+    print(
+        f"{len(files)} file(s) of table {report.table} forgotten: {rows}, {report.rejects_deleted:,} rejected rows "
+        "deleted; the next load loads them again"
+    )
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
 
 
 def status_command(args: argparse.Namespace) -> int:
@@ -79,17 +99,21 @@ def _print_replicas(console: Any, name: str, replicas: list[dict[str, Any]]) -> 
 
 
 def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:
-    """One table's ledger rows; long source paths shown by what tells them apart."""
+    """One table's ledger rows; long source paths shown by what tells them apart. Errors go in
+    a column where it can be ERROR_WIDTH wide, else each below the table, wrapped between words."""
     from rich import box
     from rich.table import Table
 
     errors = any(r["last_error"] for r in rows)
     loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
     at = [str(r["at"])[:19] for r in rows]  # to the second
-    # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
-    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([ERROR_WIDTH] if errors else [])]
+    # The widths of the other columns (state, loaded, rejected, at), 3 apart.
+    others = [9, max(6, *map(len, loaded)), 8, max(map(len, at))]
     budget = console.width - sum(others) - 3 * (len(others) + 1)
-    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    column = errors and budget - ERROR_WIDTH - 3 >= SOURCE_WIDTH
+    if column:
+        budget -= ERROR_WIDTH + 3
+    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(SOURCE_WIDTH, budget))
     cut = len(set(names)) < len({str(r["source"]) for r in rows})
     if cut:  # what tells them apart is in the middle: whole names, folded
         names = [str(r["source"])[len(prefix) :] for r in rows]
@@ -102,14 +126,39 @@ def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> 
     table.add_column("loaded", justify="right", no_wrap=True)
     table.add_column("rejected", justify="right", no_wrap=True)
     table.add_column("at", no_wrap=True)
-    if errors:
-        table.add_column("last error", overflow="fold", ratio=1)
+    if column:
+        table.add_column("last error", overflow="fold", ratio=1, min_width=ERROR_WIDTH)
     for r, source, count, when in zip(rows, names, loaded, at, strict=True):
         cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
-        table.add_row(*cells, *([_shown_error(str(r["source"]), str(r["last_error"]))] if errors else []))
+        table.add_row(*cells, *([_shown_error(str(r["source"]), str(r["last_error"]))] if column else []))
     console.print(table)
+    if errors and not column:
+        _print_errors_below(console, rows, names)
+    if any(r["state"] == "done" for r in rows):
+        console.print(
+            "a done file is skipped while its size and mtime are as loaded (--json shows them); "
+            f"to load one again: chute forget FILE --table {name}",
+            markup=False,
+            highlight=False,
+        )
 
 
+def _print_errors_below(console: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+    """Each last error as `source: error`, wrapped between words at the console's width (a word
+    longer than a line, a path say, is cut where the line ends)."""
+    import textwrap
+
+    width = max(40, console.width - 1)
+    lines = ["last errors:"]
+    for r, source in zip(rows, names, strict=True):
+        if r["last_error"]:
+            text = f"{source}: {_shown_error(str(r['source']), str(r['last_error']))}"
+            lines += textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+SOURCE_WIDTH = 16
+"""The source column's least width (a path is cut from the left to it)."""
 ERROR_WIDTH = 28
 """The last error column's least width: narrower, a message folds into a column of words."""
 

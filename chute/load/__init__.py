@@ -17,6 +17,7 @@ from chute.engine import MEMORY, say_doing
 from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
+from chute.load.forget import ForgetReport, forget
 from chute.load.ledger import Ledger
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
@@ -47,9 +48,11 @@ __all__ = [
     "DEFAULT_BATCH_FILES",
     "METHODS",
     "ON_CHANGE",
+    "ForgetReport",
     "LoadOptions",
     "ProgressCallback",
     "default_memory_limit",
+    "forget",
     "load",
 ]
 

@@ -1,0 +1,166 @@
+"""A new user's first hour (issue 48): a target that looks like host:port, `chute forget`,
+why a file is skipped, `chute status` at 80 columns, and what a refused load leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import chute
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chute.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, "CHUTE_TARGET": "", **(env or {})},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_target_like_host_port_is_a_server_never_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text('{"x": 1}\n')
+    port = free_port()  # nothing listens there: the load must try a server, and fail
+    for spec in (f"localhost:{port}", f"127.0.0.1:{port}/db", f"chute-test.invalid:{port}"):
+        out = run("load", "logs", "--table", "logs", "--target", spec, cwd=tmp_path)
+        assert out.returncode == 1, out.stderr
+        assert f"chute: note: target {spec} taken as the server http://{spec}\n" in out.stderr
+        assert "cannot reach" in out.stderr, out.stderr
+    for command in (["status"], ["query", "SELECT 1"], ["export", "t", "out"], ["forget", "x", "-t", "t"]):
+        out = run(*command, cwd=tmp_path, env={"CHUTE_TARGET": f"localhost:{port}"})
+        assert out.returncode == 1 and "taken as the server" in out.stderr, (command, out.stderr)
+    assert sorted(os.listdir(tmp_path)) == ["logs"]  # no directory named like the server
+
+    odd = run("load", "logs", "--table", "logs", "--target", "my:db", cwd=tmp_path)
+    assert odd.returncode == 2
+    assert "neither host:port nor a directory" in odd.stderr and "./my:db" in odd.stderr
+    as_directory = run("load", "logs", "--table", "logs", "--target", "./my:db", "-q", cwd=tmp_path)
+    assert as_directory.returncode == 0, as_directory.stderr
+    assert (tmp_path / "my:db").is_dir() and "note" not in as_directory.stderr
+
+
+def test_forget_loads_a_file_again_once_and_the_report_says_how(tmp_path: Path) -> None:
+    # The issue's case: an all-text CSV loads its header as a row; a re-run with --header
+    # skips the file; `chute forget` (and a new table) loads it again, once.
+    people = tmp_path / "people.csv"
+    people.write_text("name,city\nann,paris\nbob,rome\n")
+    db = str(tmp_path / "db")
+    assert run("load", str(people), "-t", "people", "--target", db, "-q").returncode == 0
+    again = run("load", str(people), "-t", "people", "--target", db, "--header")
+    assert again.returncode == 0, again.stderr
+    said = " ".join(again.stdout.split())
+    assert "1 skipped" in said and f"chute forget {people} --table people --target {db}" in said, again.stdout
+
+    status = json.loads(run("status", "-t", "people", "--target", db, "--json").stdout)
+    st = people.stat()
+    assert status[0]["state"] == "done" and status[0]["identity"] == f"{st.st_size}:{st.st_mtime_ns}"
+    assert status[0]["size"] == st.st_size and status[0]["mtime"].startswith("20")
+    text = run("status", "-t", "people", "--target", db, env={"COLUMNS": "100"}).stdout
+    assert "chute forget FILE --table people" in " ".join(text.split())
+
+    forgot = run("forget", str(people), "-t", "people", "--target", db)
+    assert forgot.returncode == 0, forgot.stderr
+    assert f"forgot {people}" in forgot.stdout and "3 rows deleted" in forgot.stdout
+    assert "DROP TABLE `people`" in forgot.stdout  # (the columns c1, c2 stay unless it is dropped)
+    assert run("query", "DROP TABLE people", "--target", db).returncode == 0
+    loaded = json.loads(run("load", str(people), "-t", "people", "--target", db, "--header", "--json").stdout)
+    assert loaded["files_loaded"] == 1 and loaded["rows_loaded"] == 2
+    twice = json.loads(run("load", str(people), "-t", "people", "--target", db, "--header", "--json").stdout)
+    assert twice["files_skipped"] == 1 and twice["rows_loaded"] == 0
+    rows = run("query", "SELECT name, city FROM people ORDER BY name", "--target", db).stdout
+    assert rows == "ann\tparis\nbob\trome\n"
+    state = json.loads(run("status", "-t", "people", "--target", db, "--json").stdout)
+    assert [s["state"] for s in state] == ["done"]
+
+
+def test_forget_takes_globs_gone_files_and_rejects_and_refuses_a_pattern_that_names_none(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        (data / f"e{i}.jsonl").write_text(f'{{"x": {i}}}\n{{"x": {10 + i}}}\n')
+    (data / "bad.jsonl").write_text('{"x": 5}\n{"x": 6\n')  # (its second line is cut short)
+    db = str(tmp_path / "db")
+    first = json.loads(run("load", str(data), "-t", "t", "--target", db, "--max-errors", "1", "--json").stdout)
+    assert first["rows_loaded"] == 7 and first["rows_rejected"] == 1
+
+    nothing = run("forget", str(data / "nope*.jsonl"), str(data / "e0.jsonl"), "-t", "t", "--target", db)
+    assert nothing.returncode == 2 and "nothing was forgotten" in nothing.stderr
+    assert run("query", "SELECT count() FROM t", "--target", db).stdout == "7\n"
+    missing_table = run("forget", str(data), "-t", "other", "--target", db)
+    assert missing_table.returncode == 2 and "table other" in missing_table.stderr
+
+    (data / "e2.jsonl").unlink()  # gone from the folder: still forgotten (its rows go)
+    out = run("forget", str(data / "e{1,2}.jsonl"), str(data / "b*"), "-t", "t", "--target", db, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["files"] == [str(data / n) for n in ("bad.jsonl", "e1.jsonl", "e2.jsonl")]
+    assert report["rows_deleted"] == 5 and report["rejects_deleted"] == 1
+    assert run("query", "SELECT count() FROM t_rejects", "--target", db).stdout == "0\n"
+    again = json.loads(run("load", str(data), "-t", "t", "--target", db, "--max-errors", "1", "--json").stdout)
+    assert (again["files_loaded"], again["files_skipped"], again["rows_loaded"]) == (2, 1, 3)
+    counts = run("query", "SELECT x, count() FROM t GROUP BY x ORDER BY x", "--target", db).stdout
+    assert counts == "0\t1\n1\t1\n5\t1\n10\t1\n11\t1\n"
+
+
+def test_forget_in_python(tmp_path: Path) -> None:
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"x": 1}\n')
+    db = str(tmp_path / "db")
+    assert chute.load([str(data)], table="t", target=db).rows_loaded == 1
+    report = chute.forget(str(data), table="t", target=db)
+    assert isinstance(report, chute.ForgetReport)
+    assert report.files == [str(data)] and report.rows_deleted == 1
+    assert chute.load([str(data)], table="t", target=db).rows_loaded == 1
+    assert chute.load([str(data)], table="t", target=db).files_skipped == 1
+    assert "forget" in chute.__all__
+
+
+def test_status_of_a_table_that_is_not_there_is_an_error(tmp_path: Path) -> None:
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"x": 1}\n')
+    db = str(tmp_path / "db")
+    assert run("load", str(data), "-t", "t", "--target", db, "-q").returncode == 0
+    out = run("status", "--table", "nosuch", "--target", db)
+    assert out.returncode == 2
+    assert out.stderr == f"chute: error: no table nosuch in {db} (tables loaded there: t)\n"
+    assert run("status", "--table", "t", "--target", db).returncode == 0
+
+
+def test_status_at_80_columns_wraps_errors_between_words(tmp_path: Path) -> None:
+    deep = tmp_path / "exports" / "2026" / "november"
+    deep.mkdir(parents=True)
+    (deep / "events-from-the-production-cluster.jsonl").write_text('{"x": 1}\n')
+    (deep / "events-from-the-staging-cluster.jsonl").write_text("a,b\n1,2\n")
+    db = str(tmp_path / "db")
+    assert run("load", str(deep), "-t", "t", "--target", db, "-q").returncode == 1
+    error = json.loads(run("status", "-t", "t", "--target", db, "--json").stdout)[1]["last_error"]
+    for columns in ("80", "100", "160"):
+        out = run("status", "-t", "t", "--target", db, env={"COLUMNS": columns})
+        assert out.returncode == 0
+        lines = out.stdout.splitlines()
+        assert lines[0] == f"table t, sources under {deep}/"  # (a line of its own, however long)
+        assert all(len(line) <= int(columns) for line in lines[1:])
+        words = out.stdout.split()
+        for word in error.split(": ", 1)[1].split():  # (the file's name is the row's)
+            assert word in words, (columns, word, out.stdout)
+
+
+def test_a_refused_load_in_an_empty_folder_leaves_no_database(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    for sources in (["/nonexistent"], ["/nonexistent/*.csv"], ["empty"]):
+        out = run("load", *sources, "--table", "t", cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert sorted(os.listdir(tmp_path)) == ["empty"], (sources, os.listdir(tmp_path))
