@@ -122,8 +122,9 @@ def load(
         source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
         units = source.units()
         columns = tgt.table_columns(table_name) if meta is not None else None
-        pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]
-        _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
+        if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
+            pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]
+            _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
     check_cluster(opts, tgt, source, units)
     # The books' place depends on the table: where it was there already, as found above.
     books = ledger.books if meta is not None else None

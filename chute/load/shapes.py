@@ -60,10 +60,11 @@ class Shape:
         return frozenset(self.fields)
 
 
-def fits(a: Shape, b: Shape) -> bool:
-    """Whether two files (or a file and the table) can share a table: a field name in common;
-    else as many fields, where one loads by position (no header line), or both may."""
-    if a.names & b.names:
+def fits(a: Shape, b: Shape, add_columns: bool = False) -> bool:
+    """Whether two files (or a file and the table) can share a table: a field name in common
+    (with --add-columns, any two sets of names: the table takes them all); else as many
+    fields, where one loads by position (no header line), or both may."""
+    if a.names & b.names or (add_columns and {a.kind, b.kind} <= {NAMED, TABLE}):
         return True
     if a.count != b.count:
         return False
@@ -90,7 +91,7 @@ def read_shape(engine: Engine, source: Source, unit: Unit, opts: LoadOptions) ->
             if head.not_text(nul_ok=opts.format is not None) or not head.lines:
                 return None
             delimiter = opts.delimiter or (head.delimiter() or "," if fmt == "CSV" else "\t")
-            return _text_shape(head, delimiter, opts.header)
+            return text_shape(head, delimiter, opts.header)
         if fmt == "JSONEachRow":
             lines = source.table_expression(unit, "line String", "LineAsString")
             found = engine.rows(
@@ -106,7 +107,7 @@ def read_shape(engine: Engine, source: Source, unit: Unit, opts: LoadOptions) ->
     return None
 
 
-def _text_shape(head: Head, delimiter: str, header: bool | None) -> Shape:
+def text_shape(head: Head, delimiter: str, header: bool | None) -> Shape:
     """A CSV/TSV file's shape from its first lines (see Shape)."""
     fields = head.fields(delimiter)
     names = len(set(fields)) == len(fields) and all(f and not NUMBER_OR_DATE.match(f) for f in fields)
@@ -139,7 +140,9 @@ class Group:
     with_table: bool = False
 
 
-def groups(units: Sequence[Unit], shapes: Sequence[Shape], table: Shape | None) -> list[Group]:
+def groups(
+    units: Sequence[Unit], shapes: Sequence[Shape], table: Shape | None, add_columns: bool = False
+) -> list[Group]:
     """The units in groups that fit one table each (the table's group first, else the
     biggest); connected by `fits`, through each other and through the table."""
     nodes: list[Shape] = [*shapes, *([table] if table is not None else [])]
@@ -153,7 +156,7 @@ def groups(units: Sequence[Unit], shapes: Sequence[Shape], table: Shape | None) 
 
     for i in range(len(nodes)):
         for j in range(i + 1, len(nodes)):
-            if root(i) != root(j) and fits(nodes[i], nodes[j]):
+            if root(i) != root(j) and fits(nodes[i], nodes[j], add_columns):
                 parent[root(j)] = root(i)
     found: dict[int, Group] = {}
     for i, (unit, shape) in enumerate(zip(units, shapes, strict=True)):
@@ -205,7 +208,7 @@ def mixed_files(
     known = table_shape(columns) if columns is not None else None
     if known is not None and not known.names:
         return None
-    found = groups([u for u, _ in read], [s for _, s in read], known)
+    found = groups([u for u, _ in read], [s for _, s in read], known, opts.add_columns)
     if len(found) < 2:
         return None
     return _refusal(found, table, target, known, [u.source_name for u in units])
