@@ -164,3 +164,88 @@ def test_a_refused_load_in_an_empty_folder_leaves_no_database(tmp_path: Path) ->
         out = run("load", *sources, "--table", "t", cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         assert sorted(os.listdir(tmp_path)) == ["empty"], (sources, os.listdir(tmp_path))
+
+
+def _parquet(path: Path, rows: int) -> None:
+    from chute.engine import open_engine
+
+    open_engine(":memory:").execute(
+        f"INSERT INTO FUNCTION file('{path}', Parquet) "
+        f"SELECT number AS id, toDateTime('2026-11-01 00:00:00') + number AS ts, number * 1.5 AS amount "
+        f"FROM numbers({rows})"
+    )
+
+
+def test_the_quick_start_refuses_a_folder_of_mixed_exports_and_makes_nothing(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    _parquet(exports / "orders.parquet", 500)
+    (exports / "people.csv").write_text("name,age\nann,31\nbob,42\n")
+    (exports / "cities.csv").write_text("city,population\nparis,2100000\n")
+    out = run("load", "exports/", "--table", "events", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("chute: error: these files cannot go into one table: 3 groups share no column")
+    assert "nothing was created or loaded" in lines[0]
+    groups = {line.rsplit("): ", 1)[1] for line in lines if line.startswith("  group ")}
+    assert set(groups) == {"exports/orders.parquet", "exports/people.csv", "exports/cities.csv"}, lines
+    assert "  group 1 (CSV: city, population): exports/cities.csv" in lines
+    assert "    chute load exports/cities.csv --table events" in lines
+    assert any(line.endswith(" (Parquet: id, ts, amount): exports/orders.parquet") for line in lines)
+    assert "    chute load exports/orders.parquet --table events_parquet" in lines
+    assert any(line.endswith(" (CSV: name, age): exports/people.csv") for line in lines)
+    assert "    chute load exports/people.csv --table events_csv" in lines
+    assert sorted(os.listdir(tmp_path)) == ["exports"]  # no database, no table, no rejects table
+    as_json = json.loads(run("load", "exports/", "--table", "events", "--json", cwd=tmp_path).stdout)
+    assert as_json["ok"] is False and "3 groups" in as_json["error"]
+
+    # Each suggested command loads its group.
+    for command in (line.split() for line in lines if line.startswith("    chute load ")):
+        done = run(*command[1:], "-q", cwd=tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+    tables = "SELECT " + ", ".join(f"(SELECT count() FROM {t})" for t in ("events", "events_csv", "events_parquet"))
+    assert run("query", tables, cwd=tmp_path).stdout == "1\t2\t500\n"
+    # Into the table that exists: a file that shares no column with it is refused, naming it.
+    (exports / "more.csv").write_text("sku,price\nA1,3.5\n")
+    into = run("load", "exports/more.csv", "--table", "events_parquet", cwd=tmp_path)
+    assert into.returncode == 2
+    assert "exports/more.csv shares no column with table events_parquet (id, ts, amount)" in into.stderr
+    assert "rejects" not in run("query", "SHOW TABLES", cwd=tmp_path).stdout
+
+
+def test_files_of_one_table_still_load_together(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # Keys that differ from file to file (added fields), as in the quick start's folder of one shape.
+    (logs / "a.jsonl").write_text('{"host": "a", "ms": 1}\n')
+    (logs / "b.jsonl").write_text('{"host": "b", "ms": 2, "path": "/x"}\n')
+    (logs / "c.json").write_text('{"host": "c", "status": 200}\n')
+    loaded = json.loads(run("load", str(logs), "-t", "logs", "--target", db, "--json").stdout)
+    assert loaded["ok"] and loaded["files_loaded"] == 3, loaded
+    # A CSV without its header line beside one with it; all-text files without headers.
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "p1.csv").write_text("id,price\n1,3.5\n")
+    (parts / "p2.csv").write_text("2,4.5\n3,5.5\n")
+    assert json.loads(run("load", str(parts), "-t", "parts", "--target", db, "--json").stdout)["ok"]
+    names = tmp_path / "names"
+    names.mkdir()
+    (names / "n1.csv").write_text("ann,paris\ncy,oslo\n")
+    (names / "n2.csv").write_text("bob,rome\ndee,lima\n")
+    assert json.loads(run("load", str(names), "-t", "names", "--target", db, "--json").stdout)["rows_loaded"] == 4
+    # A table made by hand: files whose header names its columns, or none, by position.
+    made = run("query", "CREATE TABLE u (id UInt32, name String) ENGINE = MergeTree ORDER BY id", "--target", db)
+    assert made.returncode == 0, made.stderr
+    (tmp_path / "u1.csv").write_text("1,ann\n2,bob\n")
+    (tmp_path / "u2.csv").write_text("id,name\n3,cy\n")
+    into = run("load", str(tmp_path / "u1.csv"), str(tmp_path / "u2.csv"), "-t", "u", "--target", db, "--json")
+    assert json.loads(into.stdout)["rows_loaded"] == 3, into.stderr
+    # --add-columns: the user asks for one table of all the fields.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.jsonl").write_text('{"x": 1}\n')
+    (other / "y.jsonl").write_text('{"y": 2}\n')
+    assert run("load", str(other), "-t", "xy", "--target", db).returncode == 2
+    both = json.loads(run("load", str(other), "-t", "xy", "--target", db, "--add-columns", "--json").stdout)
+    assert both["ok"] and both["rows_loaded"] == 2, both
