@@ -57,7 +57,9 @@ class Shape:
 
     @property
     def names(self) -> frozenset[str]:
-        return frozenset(self.fields)
+        """The field names, and the first part of each dotted one (`user.id` also names `user`:
+        a JSON object `user` loads into the columns of a Nested or Tuple `user`)."""
+        return frozenset(self.fields) | {f.split(".", 1)[0] for f in self.fields}
 
 
 def fits(a: Shape, b: Shape, add_columns: bool = False) -> bool:
@@ -66,10 +68,11 @@ def fits(a: Shape, b: Shape, add_columns: bool = False) -> bool:
     fields, where one loads by position (no header line), or both may."""
     if a.names & b.names or (add_columns and {a.kind, b.kind} <= {NAMED, TABLE}):
         return True
-    if a.count != b.count:
-        return False
     kinds = {a.kind, b.kind}
-    return POSITIONAL in kinds or kinds == {MAYBE} or kinds == {MAYBE, TABLE}
+    if TABLE in kinds and kinds & {POSITIONAL, MAYBE}:
+        # Rows by position into a table: as many fields as it has, or fewer (defaults).
+        return min(a.count, b.count) == (a if a.kind != TABLE else b).count
+    return a.count == b.count and (POSITIONAL in kinds or kinds == {MAYBE})
 
 
 TABLE = "table"
@@ -107,12 +110,17 @@ def read_shape(engine: Engine, source: Source, unit: Unit, opts: LoadOptions) ->
     return None
 
 
-def text_shape(head: Head, delimiter: str, header: bool | None) -> Shape:
+def text_shape(head: Head, delimiter: str, header: bool | None) -> Shape | None:
     """A CSV/TSV file's shape from its first lines (see Shape)."""
     fields = head.fields(delimiter)
-    names = len(set(fields)) == len(fields) and all(f and not NUMBER_OR_DATE.match(f) for f in fields)
-    if header is False or (header is None and not names):
+    if header is False:
         return Shape((), len(fields), POSITIONAL)
+    while len(fields) > 1 and not fields[-1]:  # (`id,s,`: a delimiter at the end, as exporters write)
+        fields = fields[:-1]
+    if header is None and any(NUMBER_OR_DATE.match(f) for f in fields if f):
+        return Shape((), len(fields), POSITIONAL)  # a row: no header line
+    if len(set(fields)) != len(fields) or not all(fields):
+        return None  # (a field unnamed or named twice: the load says what is wrong)
     if header:
         return Shape(tuple(fields), len(fields))
     # A header when a later line holds a number or a date where the first holds a name.
@@ -128,9 +136,13 @@ def _named(names: Sequence[str]) -> Shape:
 
 
 def table_shape(columns: Sequence[Column]) -> Shape:
-    """An existing table's shape: its columns but chute's provenance."""
-    names = [c.name for c in columns if c.name not in PROVENANCE_NAMES]
+    """An existing table's shape: the columns an insert fills (not chute's provenance, not
+    MATERIALIZED or ALIAS ones)."""
+    names = [c.name for c in columns if c.name not in PROVENANCE_NAMES and c.default_kind not in _COMPUTED]
     return Shape(tuple(names), len(names), TABLE)
+
+
+_COMPUTED = frozenset({"MATERIALIZED", "ALIAS"})
 
 
 @dataclass

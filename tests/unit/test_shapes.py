@@ -28,6 +28,9 @@ def test_a_csv_first_line_is_a_header_a_row_or_either() -> None:
     assert text_shape(head("name,city\nann,paris\n"), ",", True).kind == NAMED
     assert text_shape(head("sku,price\nA1,3.5\n"), ",", False) == Shape((), 2, POSITIONAL)
     assert text_shape(head("a\tb\n1\t2\n"), "\t", None) == Shape(("a", "b"), 2, NAMED)
+    assert text_shape(head("id,s,\n1,x,\n"), ",", None) == Shape(("id", "s"), 2, NAMED)  # a trailing delimiter
+    assert text_shape(head("a,a,b\n1,2,3\n"), ",", None) is None  # (its load says what is wrong)
+    assert text_shape(head("a,,b\n1,2,3\n"), ",", None) is None
 
 
 def test_files_fit_by_a_shared_name_or_by_position() -> None:
@@ -39,6 +42,9 @@ def test_files_fit_by_a_shared_name_or_by_position() -> None:
     assert not fits(Shape((), 3, POSITIONAL), named("a", "b"))
     assert fits(named("id", "ts"), named("name", "age"), add_columns=True)
     assert not fits(Shape((), 3, POSITIONAL), named("a", "b"), add_columns=True)
+    assert fits(named("user"), named("user.id", "user.name"))  # a JSON object into a Nested column
+    table = Shape(("id", "name", "city"), 3, "table")
+    assert fits(Shape((), 2, POSITIONAL), table) and not fits(Shape((), 4, POSITIONAL), table)
 
 
 def test_groups_put_the_table_s_first_and_join_through_each_other() -> None:
@@ -46,7 +52,9 @@ def test_groups_put_the_table_s_first_and_join_through_each_other() -> None:
     shapes = [named("a", "b"), named("b", "c"), named("c", "d"), named("name", "age")]
     found = groups(units, shapes, None)
     assert [[u.key for u in g.units] for g in found] == [["/d/a.jsonl", "/d/b.jsonl", "/d/c.jsonl"], ["/d/p.csv"]]
-    table = table_shape([Column("name", "String"), Column("age", "UInt8"), Column("_source", "String")])
+    table = table_shape(
+        [Column("name", "String"), Column("age", "UInt8"), Column("_source", "String"), Column("n", "UInt8", "ALIAS")]
+    )
     assert table.fields == ("name", "age")
     with_table = groups(units, shapes, table)
     assert with_table[0].with_table and [u.key for u in with_table[0].units] == ["/d/p.csv"]
