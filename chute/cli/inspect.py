@@ -9,6 +9,7 @@ from typing import Any
 from chute.cli.common import EXIT_OK
 from chute.inspect import status_and_placement
 from chute.load import forget
+from chute.load.forget import matched
 
 
 def forget_command(args: argparse.Namespace) -> int:
@@ -32,6 +33,14 @@ def forget_command(args: argparse.Namespace) -> int:
 
 def status_command(args: argparse.Namespace) -> int:
     rows, replicas = status_and_placement(args.table, args.target, args.password_file, args.insecure, args.node)
+    if args.sources:  # these files only: each in full, and why a load skips it or not
+        chosen = set(matched(args.sources, [str(r["source"]) for r in rows], args.table, "nothing to show"))
+        rows = [r for r in rows if str(r["source"]) in chosen]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print("\n".join(_file_lines(r) for r in rows))
+        return EXIT_OK
     if args.json:
         # A table on several nodes: its units and where its rows are; else the units alone.
         print(json.dumps({"units": rows, "replicas": replicas} if replicas else rows, indent=2))
@@ -63,6 +72,39 @@ def status_command(args: argparse.Namespace) -> int:
             claims.add_row(str(r["claimed_by"]), source, str(r["claimed_since"]), str(r["lease_end"]))
         console.print(claims)
     return EXIT_OK
+
+
+def _file_lines(r: dict[str, Any]) -> str:
+    """One unit of the ledger in full: its state, when and by which load, the size and mtime
+    recorded (its identity), the file now, and what the next load does with it."""
+    import os
+    import shlex
+
+    source, table, state = str(r["source"]), str(r["table"]), str(r["state"])
+    lines = [
+        f"{source} (table {table}): {state} at {str(r['at'])[:19]} UTC, load {r['load_id'] or '-'}: "
+        f"{int(r['rows_loaded']):,} rows loaded, {int(r['rows_rejected']):,} rejected",
+        f"  recorded: {int(r['size']):,} bytes, modified {r['mtime']} UTC (identity {r['identity']})",
+    ]
+    path = source.split("#bytes=", 1)[0]
+    if "://" not in path and state == "done":
+        try:
+            st = os.stat(path)
+            same = f"{st.st_size}:{st.st_mtime_ns}" == r["identity"]
+            lines.append(
+                "  now: the same size and mtime: a load skips it"
+                if same
+                else f"  now: {st.st_size:,} bytes, another size or mtime: a load follows --on-change (default: skip)"
+            )
+        except OSError:
+            lines.append("  now: not there")
+    elif state in ("failed", "started", "dropped", "forgotten"):
+        lines.append(f"  {state}: the next load loads it")
+    if r["last_error"]:
+        lines.append(f"  last error: {r['last_error']}")
+    if state == "done":
+        lines.append(f"  to load it again: chute forget {shlex.quote(path)} --table {table}")
+    return "\n".join(lines)
 
 
 def _print_replicas(console: Any, name: str, replicas: list[dict[str, Any]]) -> None:
@@ -136,7 +178,7 @@ def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> 
         _print_errors_below(console, rows, names)
     if any(r["state"] == "done" for r in rows):
         console.print(
-            "a done file is skipped while its size and mtime are as loaded (--json shows them); "
+            "a done file is skipped while its size and mtime are as loaded (chute status FILE says); "
             f"to load one again: chute forget FILE --table {name}",
             markup=False,
             highlight=False,

@@ -452,9 +452,17 @@ def _status_parser(sub: Any) -> None:
         "the ledger: state of every loaded file",
         """
 chute status                          # every table of ./chute.db
+chute status data/people.csv -t people # one file in full: when, its size and mtime, why a load skips it
 chute status --table events --target http://localhost:8123 --json
 chute status --table events --target http://node1:8123 --node http://node3:8123   # rows per shard and replica
 """,
+    )
+    s.add_argument(
+        "sources",
+        nargs="*",
+        metavar="FILE",
+        help="only these files (paths, directories, globs, URLs, as loaded), each in full: when and by which "
+        "load, the size and mtime recorded, and whether a load skips it now",
     )
     s.add_argument("--table", "-t", help="only this table (default: all tables)")
     _target_options(s, TARGET_HELP)

@@ -77,7 +77,7 @@ def forget(
     latest = ledger.latest() if ledger.exists() else {}
     if not latest:
         raise UsageError(f"forget: the ledger of {tgt.display_name} names no file loaded into table {name}")
-    units = _matched(patterns, [k for k, e in latest.items() if e.state != FORGOTTEN], str(name))
+    units = matched(patterns, [k for k, e in latest.items() if e.state != FORGOTTEN], str(name))
     files = sorted({k.split(RANGE_MARK, 1)[0] for k in units})
     columns = tgt.table_columns(name)
     if columns is not None and not keep_rows:
@@ -111,16 +111,18 @@ def _delete(tgt: Target, table: TableName, files: list[str]) -> int:
     return count
 
 
-def _matched(patterns: list[str], keys: list[str], table: str) -> list[str]:
-    """The unit keys each pattern names: a file (its byte ranges too), everything under a
+def matched(
+    patterns: Sequence[str], keys: Sequence[str], table: str | None, what: str = "nothing was forgotten"
+) -> list[str]:
+    """The unit keys the patterns name: a file (its byte ranges too), everything under a
     directory or URL prefix, or a glob; UsageError for a pattern that names none."""
     chosen: dict[str, None] = {}
     for pattern in patterns:
         found = [k for k in keys if _names(pattern, k.split(RANGE_MARK, 1)[0])]
         if not found:
+            of, listed = (f" of table {table}", f" --table {table}") if table else ("", "")
             raise UsageError(
-                f"{pattern}: no file of table {table} in the ledger is named so "
-                f"(chute status --table {table} lists them); nothing was forgotten"
+                f"{pattern}: no file{of} in the ledger is named so (chute status{listed} lists them); {what}"
             )
         chosen.update(dict.fromkeys(found))
     return sorted(chosen)

@@ -70,6 +70,17 @@ def test_forget_loads_a_file_again_once_and_the_report_says_how(tmp_path: Path) 
     assert status[0]["size"] == st.st_size and status[0]["mtime"].startswith("20")
     text = run("status", "-t", "people", "--target", db, env={"COLUMNS": "100"}).stdout
     assert "chute forget FILE --table people" in " ".join(text.split())
+    one = run("status", str(people), "--target", db).stdout.splitlines()  # why this file is skipped
+    assert one[0].startswith(f"{people} (table people): done at 20") and "3 rows loaded, 0 rejected" in one[0]
+    identity = f"{st.st_size}:{st.st_mtime_ns}"
+    assert one[1] == f"  recorded: {st.st_size:,} bytes, modified {status[0]['mtime']} UTC (identity {identity})"
+    assert one[2:] == [
+        "  now: the same size and mtime: a load skips it",
+        f"  to load it again: chute forget {people} --table people",
+    ]
+    os.utime(people, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert "another size or mtime" in run("status", str(tmp_path), "-t", "people", "--target", db).stdout
+    os.utime(people, ns=(st.st_atime_ns, st.st_mtime_ns))
 
     forgot = run("forget", str(people), "-t", "people", "--target", db)
     assert forgot.returncode == 0, forgot.stderr
