@@ -18,6 +18,7 @@ from typing import Any
 
 from chute.errors import UsageError
 from chute.load.books import Books
+from chute.load.claims import DEFAULT_LEASE_SECONDS, Claims
 from chute.load.ledger import FORGOTTEN, Ledger
 from chute.load.rejects import Rejects, refuse_reserved
 from chute.sources.base import expand_braces
@@ -63,8 +64,8 @@ def forget(
     `sources`: paths, directories or globs (`**`, `{a,b}`), as for a load, or the URLs a load
     was given; matched against the ledger, so a file that is gone can be forgotten too.
     `keep_rows`: only the ledger forgets (for a table without provenance columns, or rows
-    deleted by hand). Raises UsageError when a pattern matches no unit of the table: nothing
-    is changed then."""
+    deleted by hand). Raises UsageError when a pattern matches no unit of the table, or when
+    another worker loads one of them now: nothing is changed then."""
     patterns = [sources] if isinstance(sources, str) else list(sources)
     if not patterns:
         raise UsageError("forget: give the files to forget (paths, directories or globs)")
@@ -79,6 +80,7 @@ def forget(
         raise UsageError(f"forget: the ledger of {tgt.display_name} names no file loaded into table {name}")
     units = matched(patterns, [k for k, e in latest.items() if e.state != FORGOTTEN], str(name))
     files = sorted({k.split(RANGE_MARK, 1)[0] for k in units})
+    _refuse_claimed(tgt, name, books, units)
     columns = tgt.table_columns(name)
     if columns is not None and not keep_rows:
         if "_source" not in {c.name for c in columns}:
@@ -99,6 +101,23 @@ def forget(
     ledger.mark(units, FORGOTTEN, f"forget-{uuid.uuid4().hex}", "forgotten by chute forget")
     report.units, report.files = units, files
     return report
+
+
+def _refuse_claimed(tgt: Target, table: TableName, books: Books, units: list[str]) -> None:
+    """UsageError when another worker loads one of `units` now (a live claim, on a server
+    several workers share): its rows would go in after the delete."""
+    if not tgt.shared:
+        return  # (an embedded directory: one process at a time, this one)
+    claims = Claims(tgt, table, None, DEFAULT_LEASE_SECONDS, books)
+    if books.target.table_columns(claims.name) is None:
+        return
+    held = claims.holders(units)
+    if held:
+        unit, (holder, *_) = next(iter(held.items()))
+        raise UsageError(
+            f"{unit}: being loaded now by {holder.worker} (since {holder.since}); forget it once that load "
+            "has ended; nothing was forgotten"
+        )
 
 
 def _delete(tgt: Target, table: TableName, files: list[str]) -> int:

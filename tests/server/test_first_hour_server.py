@@ -54,7 +54,16 @@ def test_forget_on_a_server_deletes_rows_and_rejects_and_the_next_load_takes_the
     assert (first["rows_loaded"], first["rows_rejected"]) == (3, 1)
     assert count(server_url, "SELECT count() FROM t_rejects") == "1"
 
-    out = run("forget", str(data / "b.jsonl"), "-t", "t", "--target", server_url)
+    # Another worker loading the file now (a live claim, from another host): refused, nothing changed.
+    b = str(data / "b.jsonl")
+    claim = f"INSERT INTO _chute_claims VALUES ('t', '{b}', 'tok', 'w2', 'elsewhere', '1', {{}}, now())"
+    server_query(server_url, claim.format("'held', now() + 60"))
+    held = run("forget", b, "-t", "t", "--target", server_url)
+    assert held.returncode == 2 and "being loaded now by w2" in held.stderr, held.stderr
+    assert count(server_url, "SELECT count() FROM t") == "3"
+    server_query(server_url, claim.format("'released', toDateTime(0)"))  # that load ended
+
+    out = run("forget", b, "-t", "t", "--target", server_url)
     assert out.returncode == 0, out.stderr
     assert "1 rows deleted, 1 rejected rows deleted" in out.stdout
     assert count(server_url, "SELECT count() FROM t") == "2"
