@@ -90,7 +90,9 @@ def _file_lines(r: dict[str, Any]) -> str:
     if "://" not in path and state == "done":
         try:
             st = os.stat(path)
-            same = f"{st.st_size}:{st.st_mtime_ns}" == r["identity"]
+            # (a byte range's identity holds the range's size: its file's mtime tells)
+            size = str(r["identity"]).split(":")[0] if path != source else str(st.st_size)
+            same = f"{size}:{st.st_mtime_ns}" == r["identity"]
             lines.append(
                 "  now: the same size and mtime: a load skips it"
                 if same

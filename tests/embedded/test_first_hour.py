@@ -136,7 +136,20 @@ def test_forget_in_python(tmp_path: Path) -> None:
     assert report.files == [str(data)] and report.rows_deleted == 1
     assert chute.load([str(data)], table="t", target=db).rows_loaded == 1
     assert chute.load([str(data)], table="t", target=db).files_skipped == 1
-    assert "forget" in chute.__all__
+    assert "forget" in chute.__all__ and "ForgetReport" in chute.__all__
+
+    # A file loaded in byte ranges: every range is forgotten, and it loads again whole, once.
+    big = tmp_path / "big.csv"
+    big.write_text("id,v\n" + "".join(f"{i},x{i}\n" for i in range(250_000)))
+    split = chute.LoadOptions(split_bytes=2**20)
+    parts = chute.load([str(big)], table="b", target=db, options=split).files_loaded
+    assert parts >= 3
+    ranges = chute.forget([str(tmp_path / "*.csv")], table="b", target=db)
+    assert len(ranges.units) == parts and ranges.files == [str(big)] and ranges.rows_deleted == 250_000
+    again = chute.load([str(big)], table="b", target=db, options=split)
+    assert again.rows_loaded == 250_000
+    counted = chute.query("SELECT count(), uniqExact(id), max(_source_row) FROM b", db, "TSV")
+    assert counted == "250000\t250000\t250000\n"
 
 
 def test_status_of_a_table_that_is_not_there_is_an_error(tmp_path: Path) -> None:
