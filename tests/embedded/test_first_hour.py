@@ -42,6 +42,8 @@ def test_a_target_like_host_port_is_a_server_never_a_directory(tmp_path: Path) -
     for command in (["status"], ["query", "SELECT 1"], ["export", "t", "out"], ["forget", "x", "-t", "t"]):
         out = run(*command, cwd=tmp_path, env={"CHUTE_TARGET": f"localhost:{port}"})
         assert out.returncode == 1 and "taken as the server" in out.stderr, (command, out.stderr)
+    copy = run("copy", "t", "--from", f"localhost:{port}", "--to", "./copy.db", cwd=tmp_path)
+    assert copy.returncode == 1 and f"target localhost:{port} taken as the server" in copy.stderr, copy.stderr
     assert sorted(os.listdir(tmp_path)) == ["logs"]  # no directory named like the server
 
     odd = run("load", "logs", "--table", "logs", "--target", "my:db", cwd=tmp_path)
