@@ -209,7 +209,8 @@ def mixed_files(
 ) -> str | None:
     """Why the units cannot go into one table (the message of a refusal), or None when they
     can. `columns`: the table's, where it exists."""
-    chosen = sampled(units)
+    # (a file that cannot be read, a FIFO say, or an empty one: left to its load, which fails it alone)
+    chosen = sampled([u for u in units if u.size > 0 and source.unreadable(u) is None])
     if len(chosen) < (1 if columns is not None else 2):
         return None
     read: list[tuple[Unit, Shape]] = []
