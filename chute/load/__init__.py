@@ -124,7 +124,11 @@ def load(
         columns = tgt.table_columns(table_name) if meta is not None else None
         if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
             pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]
-            _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
+            try:
+                _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
+            except BaseException:
+                source.close()
+                raise
     check_cluster(opts, tgt, source, units)
     # The books' place depends on the table: where it was there already, as found above.
     books = ledger.books if meta is not None else None
