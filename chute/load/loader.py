@@ -127,7 +127,7 @@ class Loader:
             result, entry = plan.results[unit.key], self.ctx.ledger_latest.get(unit.key)
             settled = entry is not None and entry.state == "done" and entry.identity == unit.identity
             if result.state == "skipped" and not settled:  # (planned, not finished; not another's)
-                result.state, result.error = "failed", f"not loaded: the load stopped ({exc})"
+                result.state, result.error = FileState.FAILED, f"not loaded: the load stopped ({exc})"
         self.ctx.report.files = [plan.results[u.key] for u in units]
         return self.ctx.report
 
