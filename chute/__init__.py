@@ -19,7 +19,7 @@ from chute.errors import (
     UsageError,
 )
 from chute.inspect import query, status
-from chute.load import LoadOptions, load
+from chute.load import ForgetReport, LoadOptions, forget, load
 from chute.report import FileResult, FileState, LoadReport, UnitState
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ __all__ = [
     "ExportReport",
     "FileResult",
     "FileState",
+    "ForgetReport",
     "LoadOptions",
     "LoadReport",
     "SchemaError",
@@ -87,6 +88,7 @@ __all__ = [
     "__version__",
     "copy",
     "export",
+    "forget",
     "load",
     "query",
     "status",

@@ -43,10 +43,24 @@ def status_and_placement(
     tgt = open_target(target, password_file, insecure, nodes=nodes, existing=True)
     name = TableName.parse(table) if table else None
     books = tgt.books_target(name) if name is not None else tgt
+    units = _units(books, table)
+    if name is not None and not units and tgt.table_columns(name) is None:
+        loaded = _loaded_tables(books)
+        known = f" (tables loaded there: {', '.join(loaded)})" if loaded else " (nothing loaded there yet)"
+        raise UsageError(f"no table {table} in {tgt.display_name}{known}")
     where: list[dict[str, Any]] = []
     if placement and name is not None and isinstance(tgt, ServerTarget):
         where = tgt.placement(name)
-    return _units(books, table), where
+    return units, where
+
+
+def _loaded_tables(tgt: Target) -> list[str]:
+    """The tables the ledger of `tgt` names."""
+    ledger = Ledger(tgt, TableName(None, "_"))
+    if not ledger.exists():
+        return []
+    found = tgt.rows(f"SELECT DISTINCT `table` FROM {ledger.name.sql} ORDER BY `table`", context="reading the ledger")
+    return [str(r["table"]) for r in found]
 
 
 def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
@@ -57,7 +71,8 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
     rows = tgt.rows(
         "SELECT `table`, unit AS source, argMax(state, seq) AS state, argMax(rows_loaded, seq) AS rows_loaded, "
         "argMax(rows_rejected, seq) AS rows_rejected, argMax(load_id, seq) AS load_id, "
-        "toString(max(at)) AS at, argMax(error, seq) AS last_error "
+        "toString(max(at)) AS at, argMax(error, seq) AS last_error, argMax(identity, seq) AS identity, "
+        "argMax(size, seq) AS size, toString(argMax(mtime, seq)) AS mtime "
         f"FROM {ledger.name.sql} {where} GROUP BY `table`, unit ORDER BY `table`, unit",
         context="reading the ledger",
     )
@@ -80,6 +95,9 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
                 "load_id": "",
                 "at": claim["since"],
                 "last_error": "",
+                "identity": "",
+                "size": 0,
+                "mtime": "",
             }
             by_unit[(claim["table"], claim["unit"])] = row
             rows.append(row)

@@ -40,6 +40,8 @@ class UnitState(_TextEnum):
     """A worker holds it now and has not started writing it (several workers on one job)."""
     DROPPED = "dropped"
     """Its table was dropped since: the next run loads it again."""
+    FORGOTTEN = "forgotten"
+    """`chute forget` deleted its rows: the next run loads it as a new file."""
 
 
 @dataclass
@@ -128,6 +130,17 @@ class LoadReport:
         return f"{n:,} {had} a missing value that took the column default (columns {names})"
 
     @property
+    def skipped_line(self) -> str:
+        """Why files were skipped, and the command that loads them again."""
+        skipped = [f.source for f in self.files if f.state == "skipped"]
+        which = skipped[0] if len(skipped) == 1 else "FILE..."
+        target = "" if self.target in ("./chute.db", "chute.db") else f" --target {self.target}"
+        return (
+            f"{len(skipped)} loaded before, as the ledger says (chute status: when); to load again: "
+            f"chute forget {which} --table {self.table}{target}"
+        )
+
+    @property
     def rows_read(self) -> int:
         return self.rows_loaded + self.rows_rejected
 
@@ -197,6 +210,7 @@ def render_text(report: LoadReport) -> list[tuple[str, str]]:
             f"{report.files_total} total, {report.files_loaded} loaded, "
             f"{report.files_skipped} skipped, {report.files_failed} failed",
         ),
+        *([("skipped", report.skipped_line)] if report.files_skipped else []),
         ("rows", f"{report.rows_read:,} read, {report.rows_loaded:,} loaded, {report.rows_rejected:,} rejected"),
         *([("defaults", report.defaulted_line)] if report.rows_defaulted else []),
         ("bytes in", human_bytes(report.bytes_in)),

@@ -1,7 +1,7 @@
 """The `chute` command: parses flags, calls the library, prints the report.
 
 `parser` defines the command line; `load`, `export`, `measure` (design, bench,
-time-queries) and `inspect` (status, query) run the commands; `common` holds
+time-queries) and `inspect` (status, forget, query) run the commands; `common` holds
 the exit codes. `python -m chute.cli` runs `entry`.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
 from chute.cli.copy import copy_command
 from chute.cli.export import export_command
-from chute.cli.inspect import status_command
+from chute.cli.inspect import forget_command, status_command
 from chute.cli.load import load_command
 from chute.cli.measure import bench_command, design_command, time_queries_command
 from chute.cli.parser import ArgsError, arm, build_parser, subparsers
@@ -77,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return load_command(args)
         if args.command == "status":
             return status_command(args)
+        if args.command == "forget":
+            return forget_command(args)
         if args.command == "bench":
             return bench_command(args)
         if args.command == "design":

@@ -1,4 +1,4 @@
-"""Looking into a target: `chute status` (the ledger) and `chute query`."""
+"""Looking into a target: `chute status` (the ledger) and `chute query`; `chute forget`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,39 @@ from typing import Any
 
 from chute.cli.common import EXIT_OK
 from chute.inspect import status_and_placement
+from chute.load import forget
+from chute.load.forget import matched
+
+
+def forget_command(args: argparse.Namespace) -> int:
+    report = forget(args.sources, args.table, args.target, args.password_file, args.insecure, args.keep_rows)
+    if args.json:
+        print(json.dumps({"ok": True, **report.to_dict()}, indent=2))
+        return EXIT_OK
+    files = report.files
+    shown = files if len(files) <= 10 else [*files[:9], f"... and {len(files) - 9} more"]
+    for name in shown:
+        print(f"forgot {name}")
+    rows = "its rows stay (--keep-rows)" if report.kept_rows else f"{report.rows_deleted:,} rows deleted"
+    print(
+        f"{len(files)} file(s) of table {report.table} forgotten: {rows}, {report.rejects_deleted:,} rejected rows "
+        "deleted; the next load loads them again"
+    )
+    for note in report.notes:
+        print(f"note: {note}")
+    return EXIT_OK
 
 
 def status_command(args: argparse.Namespace) -> int:
     rows, replicas = status_and_placement(args.table, args.target, args.password_file, args.insecure, args.node)
+    if args.sources:  # these files only: each in full, and why a load skips it or not
+        chosen = set(matched(args.sources, [str(r["source"]) for r in rows], args.table, "nothing to show"))
+        rows = [r for r in rows if str(r["source"]) in chosen]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print("\n".join(_file_lines(r) for r in rows))
+        return EXIT_OK
     if args.json:
         # A table on several nodes: its units and where its rows are; else the units alone.
         print(json.dumps({"units": rows, "replicas": replicas} if replicas else rows, indent=2))
@@ -43,6 +72,41 @@ def status_command(args: argparse.Namespace) -> int:
             claims.add_row(str(r["claimed_by"]), source, str(r["claimed_since"]), str(r["lease_end"]))
         console.print(claims)
     return EXIT_OK
+
+
+def _file_lines(r: dict[str, Any]) -> str:
+    """One unit of the ledger in full: its state, when and by which load, the size and mtime
+    recorded (its identity), the file now, and what the next load does with it."""
+    import os
+    import shlex
+
+    source, table, state = str(r["source"]), str(r["table"]), str(r["state"])
+    lines = [
+        f"{source} (table {table}): {state} at {str(r['at'])[:19]} UTC, load {r['load_id'] or '-'}: "
+        f"{int(r['rows_loaded']):,} rows loaded, {int(r['rows_rejected']):,} rejected",
+        f"  recorded: {int(r['size']):,} bytes, modified {r['mtime']} UTC (identity {r['identity']})",
+    ]
+    path = source.split("#bytes=", 1)[0]
+    if "://" not in path and state == "done":
+        try:
+            st = os.stat(path)
+            # (a byte range's identity holds the range's size: its file's mtime tells)
+            size = str(r["identity"]).split(":")[0] if path != source else str(st.st_size)
+            same = f"{size}:{st.st_mtime_ns}" == r["identity"]
+            lines.append(
+                "  now: the same size and mtime: a load skips it"
+                if same
+                else f"  now: {st.st_size:,} bytes, another size or mtime: a load follows --on-change (default: skip)"
+            )
+        except OSError:
+            lines.append("  now: not there")
+    elif state in ("failed", "started", "dropped", "forgotten"):
+        lines.append(f"  {state}: the next load loads it")
+    if r["last_error"]:
+        lines.append(f"  last error: {r['last_error']}")
+    if state == "done":
+        lines.append(f"  to load it again: chute forget {shlex.quote(path)} --table {table}")
+    return "\n".join(lines)
 
 
 def _print_replicas(console: Any, name: str, replicas: list[dict[str, Any]]) -> None:
@@ -79,17 +143,21 @@ def _print_replicas(console: Any, name: str, replicas: list[dict[str, Any]]) -> 
 
 
 def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> None:
-    """One table's ledger rows; long source paths shown by what tells them apart."""
+    """One table's ledger rows; long source paths shown by what tells them apart. Errors go in
+    a column where it can be ERROR_WIDTH wide, else each below the table, wrapped between words."""
     from rich import box
     from rich.table import Table
 
     errors = any(r["last_error"] for r in rows)
     loaded = [f"{int(r['rows_loaded']):,}" for r in rows]
     at = [str(r["at"])[:19] for r in rows]  # to the second
-    # The widths of the other columns (state, loaded, rejected, at, last error if any), 3 apart.
-    others = [7, max(6, *map(len, loaded)), 8, max(map(len, at)), *([ERROR_WIDTH] if errors else [])]
+    # The widths of the other columns (state, loaded, rejected, at), 3 apart.
+    others = [9, max(6, *map(len, loaded)), 8, max(map(len, at))]
     budget = console.width - sum(others) - 3 * (len(others) + 1)
-    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(16, budget))
+    column = errors and budget - ERROR_WIDTH - 3 >= SOURCE_WIDTH
+    if column:
+        budget -= ERROR_WIDTH + 3
+    prefix, names = _distinct_parts([str(r["source"]) for r in rows], max(SOURCE_WIDTH, budget))
     cut = len(set(names)) < len({str(r["source"]) for r in rows})
     if cut:  # what tells them apart is in the middle: whole names, folded
         names = [str(r["source"])[len(prefix) :] for r in rows]
@@ -102,14 +170,39 @@ def _print_status_table(console: Any, name: str, rows: list[dict[str, Any]]) -> 
     table.add_column("loaded", justify="right", no_wrap=True)
     table.add_column("rejected", justify="right", no_wrap=True)
     table.add_column("at", no_wrap=True)
-    if errors:
-        table.add_column("last error", overflow="fold", ratio=1)
+    if column:
+        table.add_column("last error", overflow="fold", ratio=1, min_width=ERROR_WIDTH)
     for r, source, count, when in zip(rows, names, loaded, at, strict=True):
         cells = [source, str(r["state"]), count, f"{int(r['rows_rejected']):,}", when]
-        table.add_row(*cells, *([_shown_error(str(r["source"]), str(r["last_error"]))] if errors else []))
+        table.add_row(*cells, *([_shown_error(str(r["source"]), str(r["last_error"]))] if column else []))
     console.print(table)
+    if errors and not column:
+        _print_errors_below(console, rows, names)
+    if any(r["state"] == "done" for r in rows):
+        console.print(
+            "a done file is skipped while its size and mtime are as loaded (chute status FILE says); "
+            f"to load one again: chute forget FILE --table {name}",
+            markup=False,
+            highlight=False,
+        )
 
 
+def _print_errors_below(console: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+    """Each last error as `source: error`, wrapped between words at the console's width (a word
+    longer than a line, a path say, is cut where the line ends)."""
+    import textwrap
+
+    width = max(40, console.width - 1)
+    lines = ["last errors:"]
+    for r, source in zip(rows, names, strict=True):
+        if r["last_error"]:
+            text = f"{source}: {_shown_error(str(r['source']), str(r['last_error']))}"
+            lines += textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+SOURCE_WIDTH = 16
+"""The source column's least width (a path is cut from the left to it)."""
 ERROR_WIDTH = 28
 """The last error column's least width: narrower, a message folds into a column of words."""
 

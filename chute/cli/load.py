@@ -137,9 +137,15 @@ def _print_report(report: LoadReport) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
+    lines = []
     for label, value in render_text(report):
+        if label == "skipped":  # a command to copy: one line, never cut
+            lines.append(f"{label}: {value}")
+            continue
         table.add_row(label, value)
     console = Console(file=sys.stdout, soft_wrap=True)
     console.print(table)
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", markup=False)

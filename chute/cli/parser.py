@@ -128,6 +128,7 @@ def build_parser() -> Parser:
     _design_parser(sub)
     _bench_parser(sub)
     _status_parser(sub)
+    _forget_parser(sub)
     _query_parser(sub)
     _time_queries_parser(sub)
     for command in sub.choices.values():  # after the command too (`chute load ... --debug`)
@@ -451,9 +452,17 @@ def _status_parser(sub: Any) -> None:
         "the ledger: state of every loaded file",
         """
 chute status                          # every table of ./chute.db
+chute status data/people.csv -t people # one file in full: when, its size and mtime, why a load skips it
 chute status --table events --target http://localhost:8123 --json
 chute status --table events --target http://node1:8123 --node http://node3:8123   # rows per shard and replica
 """,
+    )
+    s.add_argument(
+        "sources",
+        nargs="*",
+        metavar="FILE",
+        help="only these files (paths, directories, globs, URLs, as loaded), each in full: when and by which "
+        "load, the size and mtime recorded, and whether a load skips it now",
     )
     s.add_argument("--table", "-t", help="only this table (default: all tables)")
     _target_options(s, TARGET_HELP)
@@ -470,6 +479,32 @@ chute status --table events --target http://node1:8123 --node http://node3:8123 
         help='print the rows as one JSON array; for a replicated or Distributed table, {"units": [...], '
         '"replicas": [...]}',
     )
+
+
+def _forget_parser(sub: Any) -> None:
+    f = _command(
+        sub,
+        "forget",
+        "forget loaded files, so that the next load loads them again",
+        """
+chute forget data/people.csv --table people   # then: chute load data/ --table people --header
+chute forget 'logs/2026-11-*.json.gz' -t logs --target http://localhost:8123
+""",
+        "Their rows (found by _source) and rejected rows are deleted and the ledger marks them "
+        "forgotten: the next load loads them once, as new files. Files are matched against the "
+        "ledger (chute status lists it), so a file that is gone can be forgotten too.",
+    )
+    f.add_argument(
+        "sources", nargs="+", metavar="FILE", help="files, directories or globs (** and {a,b}), or URLs, as loaded"
+    )
+    f.add_argument("--table", "-t", required=True, help="the table they were loaded into (table or db.table)")
+    _target_options(f, TARGET_HELP)
+    f.add_argument(
+        "--keep-rows",
+        action="store_true",
+        help="only the ledger forgets; the rows stay (a table without provenance columns: delete them yourself)",
+    )
+    f.add_argument("--json", action="store_true", help="print one JSON object as the report")
 
 
 def _query_parser(sub: Any) -> None:

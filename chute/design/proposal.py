@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import time
 from collections.abc import Mapping, Sequence
 
@@ -187,7 +186,7 @@ def design_sources(
     ``$CHUTE_TARGET`` or ``./chute.db``. Nothing is created but scratch tables,
     which are dropped again. Raises UsageError/SourceError for bad requests.
     """
-    from chute.targets import DEFAULT_TARGET
+    from chute.targets import DEFAULT_TARGET, target_spec
 
     if delimiter is not None and len(delimiter) != 1:
         raise UsageError("--delimiter must be a single character")
@@ -198,7 +197,7 @@ def design_sources(
     units = [u for u in source.units() if u.size > 0]
     if not units:
         raise SourceError("design: every file is empty; nothing to measure")
-    spec = target or os.environ.get("CHUTE_TARGET") or DEFAULT_TARGET
+    spec = target_spec(target) or DEFAULT_TARGET
     if "://" in spec:
         raise UsageError("design measures in the embedded engine: give a directory as the target")
     settings: dict[str, str | int | float] = {

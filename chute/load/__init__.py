@@ -9,15 +9,17 @@ this package, one concern a module (see chute/load/loader.py for the flow).
 from __future__ import annotations
 
 import dataclasses
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
 
-from chute.engine import MEMORY, say_doing
+from chute.engine import MEMORY, Engine, say_doing, shared_engine
 from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
-from chute.load.ledger import Ledger
+from chute.load.forget import ForgetReport, forget
+from chute.load.ledger import Ledger, LedgerEntry
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
 from chute.load.options import (
@@ -33,23 +35,28 @@ from chute.load.options import (
     default_memory_limit,
 )
 from chute.load.rejects import ErrorBudget, refuse_rejects_clash, refuse_reserved
+from chute.load.shapes import mixed_files
 from chute.load.table import partitioned, table_meta
 from chute.report import LoadReport
+from chute.schema import Column
 from chute.scratch import sweep as sweep_scratch
 from chute.sources import DATABASE_SCHEMES, SourceOptions, open_source, source_scheme
 from chute.sources.base import Source
 from chute.sql import TableName, expression, quote_ident, quote_str
-from chute.targets import is_server, open_target
+from chute.targets import DEFAULT_TARGET, is_server, open_target, target_spec
 from chute.targets.base import Target
+from chute.units import Unit
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
     "DEFAULT_BATCH_FILES",
     "METHODS",
     "ON_CHANGE",
+    "ForgetReport",
     "LoadOptions",
     "ProgressCallback",
     "default_memory_limit",
+    "forget",
     "load",
 ]
 
@@ -80,6 +87,7 @@ def load(
     started = time.monotonic()
     sweep_scratch()
     table_name = _table_name(table)
+    early = _listed_first(patterns, target, opts, table_name)
     tgt = open_target(
         target,
         opts.password_file,
@@ -108,8 +116,19 @@ def load(
     gone = meta is None
     known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
     counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
-    source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
-    units = source.units()
+    if early is not None:  # (a new directory: no ledger, no table, nothing else to know first)
+        source, units = early
+    else:
+        source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
+        units = source.units()
+        columns = tgt.table_columns(table_name) if meta is not None else None
+        if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
+            pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]
+            try:
+                _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
+            except BaseException:
+                source.close()
+                raise
     check_cluster(opts, tgt, source, units)
     # The books' place depends on the table: where it was there already, as found above.
     books = ledger.books if meta is not None else None
@@ -133,6 +152,54 @@ def _finish(report: LoadReport, source: Source, tgt: Target, started: float) -> 
     report.server_round_trips = tgt.round_trips
     report.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return report
+
+
+EARLY_SCHEMES = frozenset({"file", "s3", "http", "hdfs"})
+"""Sources listed (and their files' fields read) before a new embedded directory is made."""
+
+
+def _listed_first(
+    patterns: list[str], target: str | None, opts: LoadOptions, table: TableName
+) -> tuple[Source, list[Unit]] | None:
+    """Into an embedded directory that does not exist yet (or is empty): the files, listed and
+    checked to fit one table before it is made, so that a load refused for its sources (none
+    found, files of several kinds) makes no database. None for other targets and sources."""
+    if is_server(target) or source_scheme(patterns) not in EARLY_SCHEMES:
+        return None
+    path = target_spec(target) or DEFAULT_TARGET
+    if path == MEMORY or (os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path))):
+        return None
+    exclude = (os.path.abspath(path),)
+    options = dataclasses.replace(_source_options(opts, None, (), False), exclude=exclude)
+    source = open_source(patterns, options)
+    try:
+        units = source.units()
+        _refuse_mixed(shared_engine(), source, units, opts, table, None, target)
+    except BaseException:
+        source.close()
+        raise
+    return source, units
+
+
+def _unchanged(entry: LedgerEntry, unit: Unit) -> bool:
+    return entry.state == "done" and entry.identity == unit.identity
+
+
+def _refuse_mixed(
+    engine: Engine,
+    source: Source,
+    units: list[Unit],
+    opts: LoadOptions,
+    table: TableName,
+    columns: list[Column] | None,
+    target: str | None,
+) -> None:
+    """UsageError, before anything is made, when the files cannot go into one table (chute.load.shapes)."""
+    if opts.design is not None:
+        return  # (the layout is the user's: the load says which files do not fit it)
+    why = mixed_files(engine, source, units, opts, str(table), columns, target)
+    if why is not None:
+        raise UsageError(why)
 
 
 def _check_options(opts: LoadOptions) -> None:
@@ -218,12 +285,12 @@ def _table_name(table: str) -> TableName:
 
 def _source_options(
     opts: LoadOptions,
-    target: Target,
+    target: Target | None,
     known: tuple[tuple[str, str], ...],
     table_partitioned: bool,
     counted: tuple[tuple[str, int], ...] = (),
 ) -> SourceOptions:
-    exclude = [target.engine.path] if target.engine.path != MEMORY else []
+    exclude = [target.engine.path] if target is not None and target.engine.path != MEMORY else []
     return SourceOptions(
         opts.format,
         opts.compression,

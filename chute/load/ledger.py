@@ -1,7 +1,9 @@
 """Exactly-once bookkeeping, stored in the target as `_chute_ledger`.
 
 One row per state change of a unit: `started` before its rows are written,
-`done` after they are in the table, `failed` when it could not be loaded. The
+`done` after they are in the table, `failed` when it could not be loaded,
+`dropped` when its table was found gone, `forgotten` after `chute forget`
+deleted its rows (a forgotten unit loads as a new one). The
 latest row per (table, unit) is the unit's state. A unit found `started` on a
 new run was interrupted: its rows (if any) are deleted by `_source` before it
 is loaded again, so a crash at any point, then a re-run, gives one copy.
@@ -19,6 +21,8 @@ from chute.targets.base import Target
 from chute.units import Unit
 
 LEDGER_TABLE = "_chute_ledger"
+FORGOTTEN = "forgotten"
+"""The state `chute forget` gives a unit: its rows are gone, the next load takes it as new."""
 
 LEDGER_COLUMNS = (
     ("table", "String"),
@@ -112,11 +116,20 @@ class Ledger:
         """The table is not there, yet the ledger has units loaded into it: it was dropped, and
         those rows went with it. Each such unit gets a `dropped` row (loaded again, as an
         interrupted one is); how many. One INSERT ... SELECT, so other workers see all or none."""
+        return self.mark(None, "dropped", load_id, "the table was not there")
+
+    def mark(self, units: Sequence[str] | None, state: str, load_id: str, why: str) -> int:
+        """A `state` row for each of `units` (None: every unit of the table) whose latest state
+        is another, with its last identity; how many. One INSERT ... SELECT: all or none."""
         where = f"`table` = {quote_str(str(self.table))}"
+        if units is not None:
+            if not units:
+                return 0
+            where += f" AND unit IN ({', '.join(quote_str(u) for u in units)})"
         found = self.books.rows(
             self.name,
             f"SELECT count() AS n FROM (SELECT unit FROM {self.name.sql} WHERE {where} GROUP BY unit "
-            "HAVING argMax(state, seq) != 'dropped')",
+            f"HAVING argMax(state, seq) != {quote_str(state)})",
             context="reading the ledger",
         )
         count = int(found[0]["n"])
@@ -124,9 +137,9 @@ class Ledger:
             self.books.insert(
                 self.name,
                 f"INSERT INTO {self.name.sql} SELECT `table`, unit, argMax(identity, seq), argMax(size, seq), "
-                f"argMax(mtime, seq), 'dropped', 0, 0, {quote_str(load_id)}, 'the table was not there', "
+                f"argMax(mtime, seq), {quote_str(state)}, 0, 0, {quote_str(load_id)}, {quote_str(why)}, "
                 f"{self._time(time.time_ns())}, max(seq) + 1 FROM {self.name.sql} WHERE {where} GROUP BY `table`, unit "
-                "HAVING argMax(state, seq) != 'dropped'",
+                f"HAVING argMax(state, seq) != {quote_str(state)}",
                 "writing the ledger",
             )
         return count

@@ -11,6 +11,7 @@ then the careful pass or failure of one file.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -140,7 +141,8 @@ class Loader:
             ctx.report.notes.append(
                 f"table {ctx.table} holds no rows, yet the ledger says {len(loaded)} skipped file(s) were "
                 "loaded into it (was it truncated?); to load them again, forget them first: "
-                f"ALTER TABLE {ctx.ledger.name.sql} DELETE WHERE `table` = {quote_str(str(ctx.table))}"
+                f"chute forget {' '.join(shlex.quote(r.source) for r in loaded[:3])}"
+                f"{' ...' if len(loaded) > 3 else ''} --table {ctx.table}"
             )
 
     def _rows_loaded(self, key: str) -> int:
@@ -163,7 +165,7 @@ class Loader:
             result.error = (
                 "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
                 "old rows cannot be found to replace them; load it into a table with provenance, or delete "
-                "them yourself and forget the file in the ledger"
+                "them yourself, then `chute forget FILE --keep-rows` makes the next load load it again"
             )
 
     # -- batches --------------------------------------------------------------

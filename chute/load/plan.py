@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from chute.load.context import LoadContext
-from chute.load.ledger import LedgerEntry
+from chute.load.ledger import FORGOTTEN, LedgerEntry
 from chute.load.methods import Methods
 from chute.load.outcome import Plan, fail
 from chute.load.sizing import ROW_SIZED_FORMATS
@@ -35,7 +35,7 @@ def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntr
         sized_in_rows = unit.fmt.format in ROW_SIZED_FORMATS
         result = FileResult(unit.key, FileState.SKIPPED, bytes_in=0 if sized_in_rows else unit.size)
         plan.results[unit.key] = result
-        if entry is None:
+        if entry is None or entry.state == FORGOTTEN:  # (chute forget deleted its rows)
             plan.load.append(unit)
         elif entry.state == "done" and entry.identity == unit.identity:
             result.rows_loaded = 0

@@ -7,20 +7,54 @@ a new target is one new module here plus one line in `open_target`.
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Sequence
 
 from chute.engine import LOCK_FILE, MEMORY
 from chute.errors import UsageError
 from chute.targets.base import Target
 
-__all__ = ["DEFAULT_TARGET", "Target", "check_database", "is_server", "open_target"]
+__all__ = ["DEFAULT_TARGET", "Target", "check_database", "is_server", "open_target", "target_spec"]
 
 DEFAULT_TARGET = "./chute.db"
+
+_HOST_PORT = re.compile(
+    r"(?:[^@/\s]+@)?"  # user[:password]@
+    r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?)*)"
+    r":[0-9]{1,5}(?:/[^/\s]*)?/?"  # :port, /database
+)
+"""`localhost:8123`, `ch.example.com:8123/db`, `me@10.0.0.5:8123`, `[::1]:8123`: a server."""
+_said: set[str] = set()
+
+
+def target_spec(spec: str | None) -> str | None:
+    """The target a `--target` (or $CHUTE_TARGET) names, as `open_target` takes it; the one
+    place a target string is read. `host:port` (a name, or a name with a domain, with a port)
+    is a server: `http://` is assumed and said in one line on stderr, never a directory named
+    so (`./localhost:8123` is one). Any other name with a colon and no slash is refused: it is
+    most likely a server address mistyped."""
+    spec = spec or os.environ.get("CHUTE_TARGET")
+    if not spec or "://" in spec or ":" not in spec:
+        return spec
+    if _HOST_PORT.fullmatch(spec):
+        url = f"http://{spec}"
+        if spec not in _said:
+            _said.add(spec)
+            here = " (a directory of that name is here: give ./" + spec + " for it)" if os.path.isdir(spec) else ""
+            print(f"chute: note: target {spec} taken as the server {url}{here}", file=sys.stderr)
+        return url
+    if "/" not in spec.split(":", 1)[0]:
+        raise UsageError(
+            f"target {spec!r}: neither host:port nor a directory; give http(s)://host:port for a server, "
+            f"or ./{spec} for a directory of that name"
+        )
+    return spec
 
 
 def is_server(spec: str | None) -> bool:
     """Whether `open_target(spec)` would open a server (the same order of places)."""
-    spec = spec or os.environ.get("CHUTE_TARGET")
+    spec = target_spec(spec)
     if not spec:
         return bool(os.environ.get("CLICKHOUSE_HOST"))
     return spec.startswith(("http://", "https://"))
@@ -46,7 +80,7 @@ def open_target(
     database, so a typo is an error instead of a new empty database (or the engine's files in a
     user's own directory), and read one that cannot be written (a read-only mount) read-only;
     `empty_ok` also takes an empty directory (query: tables made first)."""
-    spec = spec or os.environ.get("CHUTE_TARGET")
+    spec = target_spec(spec)
     if not spec and os.environ.get("CLICKHOUSE_HOST"):
         from chute.targets.server import ServerTarget
 

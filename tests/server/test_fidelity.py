@@ -131,6 +131,10 @@ def test_a_dropped_table_is_filled_again_and_a_truncated_one_is_told(tmp_path: P
     sql("TRUNCATE TABLE t")
     told = chute.load([str(tmp_path)], table="t", target=dest)
     assert told.ok and told.rows_loaded == 0 and any("holds no rows" in n for n in told.notes), told.notes
+    assert any(f"chute forget {tmp_path / 'a.csv'} {tmp_path / 'b.csv'} --table t" in n for n in told.notes)
+    assert chute.forget(str(tmp_path), table="t", target=dest).files == [str(tmp_path / n) for n in ("a.csv", "b.csv")]
+    refilled = chute.load([str(tmp_path)], table="t", target=dest)
+    assert refilled.rows_loaded == 3 and rows(dest, "SELECT count() FROM t") == [["3"]]
 
 
 def test_an_all_text_csv_says_its_first_line_loads_as_a_row(tmp_path: Path, dest: str) -> None:

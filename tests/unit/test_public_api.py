@@ -25,6 +25,9 @@ def test_export_and_load_stay_functions_after_their_packages_are_imported() -> N
 def test_every_public_name_is_there() -> None:
     for name in chute.__all__:
         assert getattr(chute, name) is not None, name
+    importlib.import_module("chute.load.forget")
+    assert isinstance(chute.forget, types.FunctionType) and "forget" in chute.__all__
+    assert chute.ForgetReport.__name__ == "ForgetReport" and "ForgetReport" in chute.__all__
 
 
 def test_copy_stays_a_function_after_its_package_is_imported() -> None:

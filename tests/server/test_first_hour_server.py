@@ -1,0 +1,97 @@
+"""A new user's first hour against the 18.16 server (issue 48): a target given as host:port,
+`chute forget`, and files that cannot go into one table, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import chute
+
+from ..harness.servers import server_query
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chute.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+        env={**os.environ, "CHUTE_TARGET": ""},
+    )
+
+
+def count(url: str, sql: str) -> str:
+    return server_query(url, sql).strip()
+
+
+def test_host_port_without_a_scheme_loads_into_the_server(tmp_path: Path, server_url: str) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    bare = server_url.removeprefix("http://")  # 127.0.0.1:PORT/database
+    out = run("load", "logs", "--table", "logs", "--target", bare, "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"chute: note: target {bare} taken as the server http://{bare}" in out.stderr
+    assert json.loads(out.stdout)["rows_loaded"] == 2
+    assert count(server_url, "SELECT count() FROM logs") == "2"
+    assert sorted(os.listdir(tmp_path)) == ["logs"]  # no directory named like the server
+    status = run("status", "--table", "logs", "--target", bare, "--json", cwd=tmp_path)
+    assert status.returncode == 0 and json.loads(status.stdout)[0]["state"] == "done"
+
+
+def test_forget_on_a_server_deletes_rows_and_rejects_and_the_next_load_takes_them_once(
+    tmp_path: Path, server_url: str
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    (data / "b.jsonl").write_text('{"x": 3}\n{"x": 4\n')  # (its second line is cut short: rejected)
+    first = json.loads(run("load", str(data), "-t", "t", "--target", server_url, "--max-errors", "1", "--json").stdout)
+    assert (first["rows_loaded"], first["rows_rejected"]) == (3, 1)
+    assert count(server_url, "SELECT count() FROM t_rejects") == "1"
+
+    # Another worker loading the file now (a live claim, from another host): refused, nothing changed.
+    b = str(data / "b.jsonl")
+    claim = f"INSERT INTO _chute_claims VALUES ('t', '{b}', 'tok', 'w2', 'elsewhere', '1', {{}}, now())"
+    server_query(server_url, claim.format("'held', now() + 60"))
+    held = run("forget", b, "-t", "t", "--target", server_url)
+    assert held.returncode == 2 and "being loaded now by w2" in held.stderr, held.stderr
+    assert count(server_url, "SELECT count() FROM t") == "3"
+    server_query(server_url, claim.format("'released', toDateTime(0)"))  # that load ended
+
+    out = run("forget", b, "-t", "t", "--target", server_url)
+    assert out.returncode == 0, out.stderr
+    assert "1 rows deleted, 1 rejected rows deleted" in out.stdout
+    assert count(server_url, "SELECT count() FROM t") == "2"
+    assert count(server_url, "SELECT count() FROM t_rejects") == "0"
+    status = json.loads(run("status", "-t", "t", "--target", server_url, "--json").stdout)
+    states = {s["source"]: s["state"] for s in status}
+    assert states == {str(data / "a.jsonl"): "done", str(data / "b.jsonl"): "forgotten"}
+
+    (data / "b.jsonl").write_text('{"x": 3}\n{"x": 4}\n')  # fixed
+    again = json.loads(run("load", str(data), "-t", "t", "--target", server_url, "--json").stdout)
+    assert (again["files_loaded"], again["files_skipped"], again["rows_loaded"]) == (1, 1, 2)
+    twice = json.loads(run("load", str(data), "-t", "t", "--target", server_url, "--json").stdout)
+    assert twice["files_skipped"] == 2 and twice["rows_loaded"] == 0
+    assert count(server_url, "SELECT groupArray(x) FROM (SELECT x FROM t ORDER BY x)") == "[1,2,3,4]"
+
+    report = chute.forget(str(data), table="t", target=server_url)  # a directory: all of it
+    assert report.rows_deleted == 4 and len(report.files) == 2
+    assert count(server_url, "SELECT count() FROM t") == "0"
+    assert any("DROP TABLE" in n for n in report.notes)
+    assert chute.load([str(data)], table="t", target=server_url).rows_loaded == 4
+
+
+def test_mixed_files_into_a_server_are_refused_and_nothing_is_made(tmp_path: Path, server_url: str) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    (exports / "events.jsonl").write_text('{"id": 1, "ts": "2026-11-01 10:00:00"}\n')
+    (exports / "people.csv").write_text("name,age\nann,31\nbob,42\n")
+    out = run("load", str(exports), "--table", "events", "--target", server_url)
+    assert out.returncode == 2, out.stderr
+    assert "2 groups share no column" in out.stderr and "--table events_csv" in out.stderr
+    assert count(server_url, "SELECT count() FROM system.tables WHERE database = currentDatabase()") == "0"
