@@ -41,6 +41,15 @@ def render_settings(settings: Settings | None) -> str:
 
 MEMORY = ":memory:"
 
+BIG_QUERIES = (
+    "SET max_query_size = 1073741824, max_ast_elements = 10000000, max_expanded_ast_elements = 10000000, "
+    "max_ast_depth = 10000, max_parser_depth = 10000"
+)
+"""Limits on one statement's size and shape, raised for each connection: chute's SQL grows with a
+file's columns (a 2,000-column CSV's careful pass is megabytes of SQL, past the default 256 KiB
+and 50,000 AST elements). The depth limits guard the engine's stack: chute's SQL keeps its
+nesting flat (no level per column), so 10,000 is room to spare."""
+
 _lean_import = False
 
 
@@ -112,6 +121,7 @@ class Engine:
                 config = os.path.abspath(config_file) if config_file else None
                 with _globless_cwd():
                     self._conn = chdb.connect(f"{path}?config-file={config}" if config else path)
+                self._conn.query(BIG_QUERIES)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()
@@ -131,6 +141,7 @@ class Engine:
 
                 conn = chdb.connect(self.path)
                 self._extra.append(conn)
+                conn.query(BIG_QUERIES)
             self._local.conn = conn
         return conn
 

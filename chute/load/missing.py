@@ -14,12 +14,12 @@ from __future__ import annotations
 from chute.load.context import LoadContext
 from chute.load.values import SENTINEL_TEXT, default_of, strip_wrappers
 from chute.schema import Column
-from chute.sql import quote_ident, quote_str
+from chute.sql import internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
-INPUT_ALIAS = "__chute_in"
-"""The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`
+INPUT_ALIAS = internal("in")
+"""The input's name in a SELECT that counts missing values: its columns as read, by `<INPUT_ALIAS>.name`
 (the name alone is the SELECT's value of that name, not NULL)."""
 
 COUNTED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
