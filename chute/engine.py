@@ -43,7 +43,7 @@ MEMORY = ":memory:"
 
 BIG_QUERIES = (
     "SET max_query_size = 1073741824, max_ast_elements = 10000000, max_expanded_ast_elements = 10000000, "
-    "max_ast_depth = 10000, max_parser_depth = 10000"
+    "max_ast_depth = 10000, max_parser_depth = 10000, max_parser_backtracks = 1000000000"
 )
 """Limits on one statement's size and shape, raised for each connection: chute's SQL grows with a
 file's columns (a 2,000-column CSV's careful pass is megabytes of SQL, past the default 256 KiB
