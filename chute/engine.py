@@ -42,6 +42,15 @@ def render_settings(settings: Settings | None) -> str:
 
 MEMORY = ":memory:"
 
+BIG_QUERIES = (
+    "SET max_query_size = 1073741824, max_ast_elements = 10000000, max_expanded_ast_elements = 10000000, "
+    "max_ast_depth = 10000, max_parser_depth = 10000, max_parser_backtracks = 1000000000"
+)
+"""Limits on one statement's size and shape, raised for each connection: chute's SQL grows with a
+file's columns (a 2,000-column CSV's careful pass is megabytes of SQL, past the default 256 KiB
+and 50,000 AST elements). The depth limits guard the engine's stack: chute's SQL keeps its
+nesting flat (no level per column), so 10,000 is room to spare."""
+
 _lean_import = False
 
 
@@ -182,6 +191,7 @@ class Engine:
                     target += ("&" if "?" in target else "?") + f"config-file={config}"
                 with _globless_cwd():
                     self._conn = _connect(chdb, target)
+                self._raise_limits(self._conn)
             except Exception as exc:
                 if self._holder is not None:
                     self._holder.release()
@@ -207,6 +217,7 @@ class Engine:
                 self._extra.append(conn)
                 if _listener is not None:
                     _listen(conn, len(self._extra))
+                self._raise_limits(conn)
             self._local.conn = conn
         return conn
 
@@ -218,6 +229,12 @@ class Engine:
             else:
                 with contextlib.suppress(Exception):
                     conn.set_progress_callback(None)
+
+    def _raise_limits(self, conn: Any) -> None:
+        """BIG_QUERIES on a connection; a read-only one (which may not change settings) keeps the
+        engine's limits: it runs the user's queries and chute's small ones."""
+        if self._view is None:
+            conn.query(BIG_QUERIES)
 
     @property
     def read_only(self) -> bool:

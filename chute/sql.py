@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Generator, Sequence
 
 from chute.errors import UsageError
@@ -27,6 +28,18 @@ def quote_str(value: str) -> str:
         .replace("\0", "\\0")
     )
     return f"'{escaped}'"
+
+
+INTERNAL_PREFIX = f"_chute{secrets.token_hex(4)}_"
+"""The prefix of every name chute gives its own values in SQL beside a user's columns (aliases,
+scratch tables' columns, a tag in a rewritten record): random per process, so no column of a
+user's table is named so. A fixed name met a user's column of that name: `row` made every
+`_source_row` the user's value, `k` or `reason` failed a whole file on one bad value."""
+
+
+def internal(name: str) -> str:
+    """chute's own name `name` in SQL, in a namespace of its own (see INTERNAL_PREFIX)."""
+    return INTERNAL_PREFIX + name
 
 
 MAX_NAME = 180

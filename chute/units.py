@@ -22,6 +22,9 @@ class Unit:
     origin: str = ""  # for a byte range of a big file: the file (what `_source` names)
     start: int = 0  # the byte range [start, end) of `origin`
     end: int = 0
+    fingerprint: str = ""
+    """A hash of the unit's first and last bytes (local files): a file replaced by one of the same
+    size with its old mtime restored (`cp -p`, `rsync -t`, `tar x`) is a changed unit."""
 
     @property
     def source_name(self) -> str:
@@ -35,4 +38,13 @@ class Unit:
     @property
     def identity(self) -> str:
         """What must stay equal for the unit to count as unchanged."""
-        return f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"
+        base = f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"
+        return f"{base}:{self.fingerprint}" if self.fingerprint else base
+
+    def matches(self, recorded: str) -> bool:
+        """Whether `recorded` (a ledger's identity of this unit) says it is unchanged. A ledger
+        written before fingerprints holds size and mtime alone: equal ones count as unchanged
+        (what that version knew), so an upgrade reloads nothing."""
+        if recorded == self.identity:
+            return True
+        return bool(self.fingerprint) and not self.etag and recorded == f"{self.size}:{self.mtime_ns}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from chute.engine import Engine
 from chute.load.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
-from chute.load.reasons import bad_conditions, nested_reasons, range_reasons
+from chute.load.reasons import bad_conditions, nested_reasons, present_at, range_reasons, value_at
 from chute.load.values import (
     array_element,
     conversion,
@@ -30,16 +30,20 @@ from chute.load.values import (
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 
 RAW_LIMIT = 4096
 """Bytes of a bad record kept in the rejects table."""
+ROW, RAW, REASON, OVERFLOW = internal("row"), internal("raw"), internal("reason"), internal("overflow")
+"""The checked records' own columns beside the user's (chute.sql.internal): the record's number,
+its text, why it is bad; a parsed JSON record's reason its values do not fit."""
+OK, BLANK = internal("ok"), internal("blank")
 
 
 @dataclass(frozen=True)
 class CheckedRows:
-    """Every record of one file in a scratch table `table` (row, raw, reason);
+    """Every record of one file in a scratch table `table` (ROW, RAW, REASON);
     good records have an empty reason."""
 
     table: TableName
@@ -47,7 +51,7 @@ class CheckedRows:
     rejected: int
     parsed: TableName | None = None
     """JSON: the good records as the engine's own parser read them (integers wide),
-    with the record number in `__chute_row` and `overflow` for values out of range."""
+    with the record number in ROW and OVERFLOW for values out of range."""
 
     def good_select(
         self,
@@ -66,12 +70,13 @@ class CheckedRows:
         if self.parsed is None:
             # (a DEFAULT expression's column: where its field was missing (p{i} = 0), the expression)
             exprs = [
-                f"if(p{i}, v{i}, CAST({c.default_expression}, {quote_str(c.type)})) AS {quote_ident(c.name)}"
+                f"if({present_at(i)}, {value_at(i)}, CAST({c.default_expression}, {quote_str(c.type)})) "
+                f"AS {quote_ident(c.name)}"
                 if computed(c)
-                else f"v{i} AS {quote_ident(c.name)}"
+                else f"{value_at(i)} AS {quote_ident(c.name)}"
                 for i, c in enumerate(columns)
             ]
-            row, source = "row", f"{self.table.sql} WHERE reason = ''"
+            row, source = ROW, f"{self.table.sql} WHERE {REASON} = ''"
             mask = quote_ident(MASK_COLUMN)  # (made by `_good_records`)
         else:
             exprs = []
@@ -87,7 +92,7 @@ class CheckedRows:
                 elif count_missing and watched(c) and not read_as_text(c.type):
                     exprs.append(f"{not_null(name, c.type)} AS {name}")
                 elif read_as_text(c.type):
-                    # Read as text, checked above (`overflow`): converted here, never wrapped or clamped.
+                    # Read as text, checked above (OVERFLOW): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else "'[]'" if array_element(inner) else default_of(inner)
                     missing = default if computed(c) else missing
@@ -95,7 +100,7 @@ class CheckedRows:
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
                     exprs.append(name)
-            row, source = "__chute_row", f"{self.parsed.sql} AS {INPUT_ALIAS} WHERE overflow = ''"
+            row, source = ROW, f"{self.parsed.sql} AS {INPUT_ALIAS} WHERE {OVERFLOW} = ''"
         row = row_of(row)
         values = provenance(row)
         exprs += [
@@ -111,11 +116,11 @@ class CheckedRows:
     ) -> str:
         return (
             f"SELECT CAST({quote_str(source)}, {quote_str(types['_source'])}) AS _source, "
-            f"CAST({row_of('row')}, {quote_str(types['_source_row'])}) AS _source_row, "
-            f"substring(raw, 1, {RAW_LIMIT}) AS raw, reason AS error, "
+            f"CAST({row_of(ROW)}, {quote_str(types['_source_row'])}) AS _source_row, "
+            f"substring({RAW}, 1, {RAW_LIMIT}) AS raw, {REASON} AS error, "
             f"CAST({quote_str(load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
             f"CAST(now64(3), {quote_str(types['at'])}) AS at "
-            f"FROM {self.table.sql} WHERE reason != ''"
+            f"FROM {self.table.sql} WHERE {REASON} != ''"
         )
 
     def drop(self, engine: Engine) -> None:
@@ -151,10 +156,10 @@ def check_json_lines(
         _parse_readable(engine, lines, parsed, columns, format_settings, count_missing)
         checked = materialize(
             engine,
-            f"SELECT l.row AS row, l.raw AS raw, multiIf(NOT l.ok, {_NOT_READ}, p.__chute_row = 0, "
-            f"{_json_reasons(columns)}, p.overflow) AS reason "
-            f"FROM {lines.sql} AS l LEFT JOIN (SELECT __chute_row, overflow FROM {parsed.sql}) AS p "
-            "ON l.row = p.__chute_row",
+            f"SELECT l.{ROW} AS {ROW}, l.{RAW} AS {RAW}, multiIf(NOT l.{OK}, {_NOT_READ}, p.{ROW} = 0, "
+            f"{_json_reasons(columns)}, p.{OVERFLOW}) AS {REASON} "
+            f"FROM {lines.sql} AS l LEFT JOIN (SELECT {ROW}, {OVERFLOW} FROM {parsed.sql}) AS p "
+            f"ON l.{ROW} = p.{ROW}",
             {**settings, "join_use_nulls": 0},
         )
         return CheckedRows(checked.table, checked.total, checked.rejected, parsed)
@@ -166,39 +171,39 @@ def check_json_lines(
 
 
 _VALID = (
-    "(isValidJSON(raw) OR (match(raw, '[0-9][eE][+]?[0-9]{3}') "
-    "AND isValidJSON(replaceRegexpAll(raw, '([0-9])[eE][+]?[0-9]{3,}', '\\\\1'))))"
+    f"(isValidJSON({RAW}) OR (match({RAW}, '[0-9][eE][+]?[0-9]{{3}}') "
+    f"AND isValidJSON(replaceRegexpAll({RAW}, '([0-9])[eE][+]?[0-9]{{3,}}', '\\\\1'))))"
 )
 """A line is JSON. The validity check takes a number past Float64's range (`1e400`) for invalid
 JSON: without its exponent such a line is checked again, and then read (its column's check
 rejects the number, or a String column keeps its text, as the fast path does)."""
-_NOT_READ = "if(isValidJSON(l.raw), 'not a JSON object', 'invalid JSON (or invalid UTF-8)')"
+_NOT_READ = f"if(isValidJSON(l.{RAW}), 'not a JSON object', 'invalid JSON (or invalid UTF-8)')"
 """Why a line is not read: it is no JSON object."""
 
 
 def _read_lines(
     engine: Engine, file_expression_lines: str, scratch: str, settings: dict[str, str | int | float]
 ) -> TableName:
-    """A scratch table of the file's records: (row: its line number, raw, ok: a JSON object).
+    """A scratch table of the file's records: (ROW: its line number, RAW, OK: a JSON object).
 
     A record is numbered by its line in the file (what a person looks up); blank
     lines are no records but count as lines."""
     lines = TableName(None, f"_chute_lines_{scratch}")
     engine.execute(
         f"CREATE TABLE {lines.sql} ENGINE = Memory AS "
-        f"SELECT _row_number + 1 AS row, raw, {_VALID} AND startsWith(trimLeft(raw), '{{') AS ok, "
-        "empty(trimBoth(raw)) AS blank FROM ("
+        f"SELECT _row_number + 1 AS {ROW}, {RAW}, {_VALID} AND startsWith(trimLeft({RAW}), '{{') AS {OK}, "
+        f"empty(trimBoth({RAW})) AS {BLANK} FROM ("
         "SELECT _row_number, replaceRegexpOne(replaceRegexpOne(line, '^\\xEF\\xBB\\xBF', ''), "
-        f"'\\r$', '') AS raw FROM {file_expression_lines})",
+        f"'\\r$', '') AS {RAW} FROM {file_expression_lines})",
         settings=settings,
         context="reading lines",
     )
-    if not int(engine.rows(f"SELECT countIf(blank) AS n FROM {lines.sql}")[0]["n"]):
+    if not int(engine.rows(f"SELECT countIf({BLANK}) AS n FROM {lines.sql}")[0]["n"]):
         return lines
     records = TableName(None, f"_chute_records_{scratch}")
     try:
         engine.execute(
-            f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT blank",
+            f"CREATE TABLE {records.sql} ENGINE = Memory AS SELECT * FROM {lines.sql} WHERE NOT {BLANK}",
             context="leaving out blank lines",
         )
     finally:
@@ -215,18 +220,18 @@ def _parse_readable(
     count_missing: bool = False,
 ) -> None:
     """The JSON objects parsed by the engine into `parsed`, each with its line number
-    (`__chute_row`) and why a value does not fit its column (`overflow`); with `count_missing`,
+    (ROW) and why a value does not fit its column (OVERFLOW); with `count_missing`,
     watched columns Nullable."""
     tagged_file = scratch_file("lines", ".jsonl")
-    # {"a":1} -> {"__chute_row":7,"a":1}: the line number travels with the row.
+    # {"a":1} -> {"<ROW>":7,"a":1}: the line number travels with the row.
     tagged = (
-        "concat('{\"__chute_row\":', toString(row), "
-        "if(match(raw, '^\\s*\\{\\s*\\}\\s*$'), '}', concat(',', substring(raw, position(raw, '{') + 1))))"
+        f"concat('{{\"{ROW}\":', toString({ROW}), "
+        f"if(match({RAW}, '^\\s*\\{{\\s*\\}}\\s*$'), '}}', concat(',', substring({RAW}, position({RAW}, '{{') + 1))))"
     )
     try:
         engine.execute(
             f"INSERT INTO FUNCTION file({quote_str(tagged_file)}, 'LineAsString', 'line String') "
-            f"SELECT {tagged} FROM {lines.sql} WHERE ok",
+            f"SELECT {tagged} FROM {lines.sql} WHERE {OK}",
             context="writing the readable lines",
         )
         nullable = {
@@ -236,7 +241,7 @@ def _parse_readable(
             f"{quote_ident(c.name)} {nullable_read(c.type) if c.name in nullable else read_type(c.type)}"
             for c in columns
         ]
-        structure = ", ".join([*read_as, "__chute_row UInt64"])
+        structure = ", ".join([*read_as, f"{ROW} UInt64"])
         # A Nested structure's arrays of different lengths: left out (the engine refuses them, and
         # the whole table with them), their reason given with the other refused records.
         lengths = [
@@ -248,7 +253,7 @@ def _parse_readable(
         nested = nested_reasons(columns, lengths)
         matching = f" WHERE NOT ({' OR '.join(nested[0::2])})" if nested else ""
         engine.execute(
-            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS overflow "
+            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS {OVERFLOW} "
             f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)}){matching}",
             settings={
                 **format_settings,
@@ -274,7 +279,7 @@ PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
 def _json_reasons(columns: list[Column]) -> str:
     """Why the parser refused a valid JSON object: evaluated only for those rows."""
     names = "[" + ", ".join(quote_str(c.name) for c in columns) + "]"
-    keys = "JSONExtractKeys(l.raw)"
+    keys = f"JSONExtractKeys(l.{RAW})"
     parts = [
         f"has({keys}, ''), {quote_str(EMPTY_KEY)}",
         f"notEmpty(arrayFilter(k -> NOT has({names}, k), {keys})), "
@@ -282,12 +287,13 @@ def _json_reasons(columns: list[Column]) -> str:
     ]
     twice = f"arrayDistinct(arrayFilter((k, i) -> indexOf({keys}, k) != i, {keys}, arrayEnumerate({keys})))"
     parts.append(f"notEmpty({twice}), concat('a field appears twice: ', arrayStringConcat({twice}, ', '))")
-    lengths = [f"length(JSONExtractArrayRaw(l.raw, {quote_str(c.name)}))" for c in columns]
+    lengths = [f"length(JSONExtractArrayRaw(l.{RAW}, {quote_str(c.name)}))" for c in columns]
     parts += [", ".join(arm) for arm in zip(*[iter(nested_reasons(columns, lengths))] * 2, strict=True)]
     for c in columns:
         key = quote_str(c.name)
-        text = f"if(JSONType(l.raw, {key}) = 'String', JSONExtractString(l.raw, {key}), JSONExtractRaw(l.raw, {key}))"
-        present = f"(JSONHas(l.raw, {key}) AND JSONType(l.raw, {key}) != 'Null')"
+        raw = f"l.{RAW}"
+        text = f"if(JSONType({raw}, {key}) = 'String', JSONExtractString({raw}, {key}), JSONExtractRaw({raw}, {key}))"
+        present = f"(JSONHas({raw}, {key}) AND JSONType({raw}, {key}) != 'Null')"
         parts += bad_conditions([c], [text], [present])
         inner = strip_wrappers(c.type)[0]
         if inner in PLAIN_SCALARS:  # (read as they are: the parser's refusal, named)
@@ -306,5 +312,5 @@ def _json_reasons(columns: list[Column]) -> str:
 def materialize(engine: Engine, select: str, settings: dict[str, str | int | float]) -> CheckedRows:
     table = TableName(None, f"_chute_check_{uuid.uuid4().hex[:12]}")
     engine.execute(f"CREATE TABLE {table.sql} ENGINE = Memory AS {select}", settings=settings, context="checking rows")
-    counts = engine.rows(f"SELECT count() AS n, countIf(reason != '') AS bad FROM {table.sql}")[0]
+    counts = engine.rows(f"SELECT count() AS n, countIf({REASON} != '') AS bad FROM {table.sql}")[0]
     return CheckedRows(table, int(counts["n"]), int(counts["bad"]))

@@ -12,18 +12,27 @@ import re
 import uuid
 
 from chute.engine import Engine
-from chute.load.careful import RAW_LIMIT, CheckedRows, materialize
+from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, CheckedRows, materialize
 from chute.load.missing import computed, mask_sql
-from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons
+from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons, present_at, value_at
 from chute.load.values import default_of, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import read_head, refuse_binary
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 
-BLANK = "match(raw, '^\\\\s*$')"
+BLANK = f"match({RAW}, '^\\\\s*$')"
 """A record the parser could not split is a blank (or whitespace-only) line."""
+
+K = internal("k")
+"""The scratch table's record number among the records the parser split."""
+
+
+def field_at(i: int) -> str:
+    """The scratch table's column of the i-th input column's field, as text."""
+    return internal(f"f{i}")
+
 
 # The line of the engine's diagnostic that says what is wrong (and its hint).
 ENGINE_REASON = "trimBoth(replaceAll(extract(reason, 'ERROR: ([^\\n]*\\n?[^\\n]*)'), '\\n', ' '))"
@@ -58,12 +67,12 @@ def check_delimited(
     try:
         _read_records(engine, file_expression, scratch, columns, settings, errors_path)
         bad_structure = (
-            "SELECT offset AS row, raw_data AS raw, "
-            f"concat('malformed record: ', coalesce(nullIf({ENGINE_REASON}, ''), reason)) AS reason "
+            f"SELECT offset AS {ROW}, raw_data AS {RAW}, "
+            f"concat('malformed record: ', coalesce(nullIf({ENGINE_REASON}, ''), reason)) AS {REASON} "
             f"FROM file({quote_str(errors_path)}, 'CSV', 'time String, database Nullable(String), "
             "table Nullable(String), offset UInt64, reason String, raw_data String')"
         )
-        fields = [f"f{i}" for i in range(len(columns))]
+        fields = [field_at(i) for i in range(len(columns))]
         if not (os.path.exists(errors_path) and os.path.getsize(errors_path) > 0):
             select = _good_records(scratch, columns, delimiter, "[]::Array(UInt64)", watched_at)
             lines = int(engine.rows(f"SELECT count() AS n FROM {lines_expression}")[0]["n"])
@@ -73,11 +82,12 @@ def check_delimited(
                     engine, select, at_end, lines_expression, columns, delimiter, settings, rest, watched_at
                 )
             return materialize(engine, select, settings)
-        bad_rows = f"(SELECT arraySort(groupArray(row)) FROM ({bad_structure}))"
+        bad_rows = f"(SELECT arraySort(groupArray({ROW})) FROM ({bad_structure}))"
         good = _good_records(scratch, columns, delimiter, bad_rows, watched_at)
         # A blank line is no record, yet keeps its number: the rows after it are numbered by line.
         select = (
-            f"{good} UNION ALL SELECT row, raw, reason, {_no_values(columns)} FROM ({bad_structure}) WHERE NOT {BLANK}"
+            f"{good} UNION ALL SELECT {ROW}, {RAW}, {REASON}, {_no_values(columns)} FROM ({bad_structure}) "
+            f"WHERE NOT {BLANK}"
         )
         unclosed = _unclosed_quote(engine, scratch, fields, bad_structure, lines_expression, header, delimiter)
         if unclosed is not None:
@@ -101,7 +111,7 @@ def _read_records(
     settings: dict[str, str | int | float],
     errors_path: str,
 ) -> None:
-    """Every record's fields as text into `scratch` (k: its number among the good ones); the
+    """Every record's fields as text into `scratch` (K: its number among the good ones); the
     engine writes the records it could not split into `errors_path`."""
     read_settings = {
         **settings,
@@ -113,9 +123,9 @@ def _read_records(
         "max_threads": 1,
     }
     # (a field the file expression reads Nullable, as TSV's are: its NULL is the text `\N`)
-    names = ", ".join(f"ifNull({quote_ident(c.name)}, '\\\\N') AS f{i}" for i, c in enumerate(columns))
+    names = ", ".join(f"ifNull({quote_ident(c.name)}, '\\\\N') AS {field_at(i)}" for i, c in enumerate(columns))
     engine.execute(
-        f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS k, {names} FROM {file_expression}",
+        f"CREATE TABLE {scratch.sql} ENGINE = Memory AS SELECT _row_number AS {K}, {names} FROM {file_expression}",
         settings=read_settings,
         context="reading records as text",
     )
@@ -123,14 +133,14 @@ def _read_records(
 
 def _no_values(columns: list[Column]) -> str:
     """The value columns of a bad record: defaults, and no missing value."""
-    nulls = ", ".join(f"{default_of(c.type)} AS v{i}" for i, c in enumerate(columns))
+    nulls = ", ".join(f"{default_of(c.type)} AS {value_at(i)}" for i, c in enumerate(columns))
     return f"{nulls}, toUInt64(0) AS {quote_ident(MASK_COLUMN)}{_presence(columns, ['1'] * len(columns))}"
 
 
 def _presence(columns: list[Column], present: list[str]) -> str:
-    """`, <present> AS p{i}` for each DEFAULT expression's column: where its field is missing, the
+    """`, <present> AS <present_at(i)>` for each DEFAULT expression's column: where its field is missing, the
     careful select computes the expression (chute.load.careful)."""
-    return "".join(f", toUInt8({present[i]}) AS p{i}" for i, c in enumerate(columns) if computed(c))
+    return "".join(f", toUInt8({present[i]}) AS {present_at(i)}" for i, c in enumerate(columns) if computed(c))
 
 
 def _good_records(
@@ -138,22 +148,22 @@ def _good_records(
 ) -> str:
     """The records the parser split, numbered among all records (bad ones counted), with
     each value checked and converted, and the mask of the `watched_at` columns' missing values."""
-    fields = [f"f{i}" for i in range(len(columns))]
-    texts = [f"if(f{i} = '\\\\N', '', f{i})" for i in range(len(columns))]
+    fields = [field_at(i) for i in range(len(columns))]
+    texts = [f"if({f} = '\\\\N', '', {f})" for f in fields]
     # An empty field of a text column is the empty string: a Nullable one's NULL (TSV's `\N`,
     # CSV's unquoted empty field) was read as NULL, here `\N` (chute.load.careful_pass).
     empty_is_text = [int(strip_wrappers(c.type)[0] == "String") for c in columns]
     present = [
-        f"(f{i} != '\\\\N' AND (notEmpty(f{i}) OR {empty_is_text[i]})"
-        + (f" AND f{i} != {quote_str(c.null_marker)})" if c.null_marker else ")")
+        f"({fields[i]} != '\\\\N' AND (notEmpty({fields[i]}) OR {empty_is_text[i]})"
+        + (f" AND {fields[i]} != {quote_str(c.null_marker)})" if c.null_marker else ")")
         for i, c in enumerate(columns)
     ]
-    extract = [f"CAST(f{i}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
-    nested = nested_reasons(columns, [f"length(v{i})" for i in range(len(columns))])
+    extract = [f"CAST({fields[i]}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
+    nested = nested_reasons(columns, [f"length({value_at(i)})" for i in range(len(columns))])
     return (
-        f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64(k + 1)) AS row, "
-        f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS raw, "
-        f"{multi_if(bad_conditions(columns, texts, present) + nested)} AS reason, "
+        f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64({K} + 1)) AS {ROW}, "
+        f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS {RAW}, "
+        f"{multi_if(bad_conditions(columns, texts, present) + nested)} AS {REASON}, "
         f"{', '.join(finals(columns, texts, present, extract))}, "
         f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])}{_presence(columns, present)} FROM {scratch.sql}"
     )
@@ -175,16 +185,16 @@ def _split_at(
     row, line = unclosed
     nulls = _no_values(columns)
     select = (
-        f"SELECT * FROM ({select}) WHERE row < {row} "
-        f"UNION ALL SELECT toUInt64({row}) AS row, substring(line, 1, {RAW_LIMIT}) AS raw, "
-        f"{quote_str(UNCLOSED_QUOTE)} AS reason, {nulls} FROM "
+        f"SELECT * FROM ({select}) WHERE {ROW} < {row} "
+        f"UNION ALL SELECT toUInt64({row}) AS {ROW}, substring(line, 1, {RAW_LIMIT}) AS {RAW}, "
+        f"{quote_str(UNCLOSED_QUOTE)} AS {REASON}, {nulls} FROM "
         f"(SELECT line FROM {lines_expression} WHERE _row_number = {line - 1})"
     )
     if _has_lines_after(engine, lines_expression, line):
         rest.append(_check_rest(engine, lines_expression, line, columns, delimiter, settings, watched_at))
-        flags = [f"p{i}" for i, c in enumerate(columns) if computed(c)]
-        values = ", ".join([*(f"v{i}" for i in range(len(columns))), quote_ident(MASK_COLUMN), *flags])
-        select += f" UNION ALL SELECT row + {row} AS row, raw, reason, {values} FROM {rest[-1].table.sql}"
+        flags = [present_at(i) for i, c in enumerate(columns) if computed(c)]
+        values = ", ".join([*(value_at(i) for i in range(len(columns))), quote_ident(MASK_COLUMN), *flags])
+        select += f" UNION ALL SELECT {ROW} + {row} AS {ROW}, {RAW}, {REASON}, {values} FROM {rest[-1].table.sql}"
     return select
 
 
@@ -220,13 +230,13 @@ def _unclosed_quote(
     lines, good_lines, bad = int(counts["lines"]), int(counts["good_lines"] or 0), int(counts["bad"])
     if header + good_lines + bad >= lines:
         # Every line is in a record; but a quote opened on the last line leaves no raw text.
-        last = engine.rows(f"SELECT row, raw FROM ({bad_structure}) ORDER BY row DESC LIMIT 1")
+        last = engine.rows(f"SELECT {ROW} AS row, {RAW} AS raw FROM ({bad_structure}) ORDER BY row DESC LIMIT 1")
         if last and str(last[0]["raw"]).startswith("Buffer has gone") and header + good_lines + bad == lines:
             return int(last[0]["row"]), lines
         return _open_at_end(engine, scratch, fields, lines_expression, lines, bad)
     # The first bad record that ran on: bad records before it (a field too few, say) are one
     # line each, as the parser stopped at their line end.
-    found = engine.rows(f"SELECT row, reason FROM ({bad_structure}) ORDER BY row")
+    found = engine.rows(f"SELECT {ROW} AS row, {REASON} AS reason FROM ({bad_structure}) ORDER BY row")
     ran_on = [i for i, b in enumerate(found) if any(sign in str(b["reason"]) for sign in QUOTE_RAN_ON)]
     if not ran_on:
         return None
@@ -234,7 +244,7 @@ def _unclosed_quote(
     row = int(found[bad_before]["row"])
     before = engine.rows(
         f"SELECT sum(1 + countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n')) AS n "
-        f"FROM {scratch.sql} WHERE k < {row - 1 - bad_before}"
+        f"FROM {scratch.sql} WHERE {K} < {row - 1 - bad_before}"
     )[0]
     return row, header + int(before["n"] or 0) + bad_before + 1
 
@@ -262,7 +272,7 @@ def _open_at_end(
     start = int(parity["start"])
     last = engine.rows(
         f"SELECT countSubstrings(arrayStringConcat([{', '.join(fields)}]), '\n') AS breaks, "
-        f"(SELECT count() FROM {scratch.sql}) AS records FROM {scratch.sql} ORDER BY k DESC LIMIT 1"
+        f"(SELECT count() FROM {scratch.sql}) AS records FROM {scratch.sql} ORDER BY {K} DESC LIMIT 1"
     )
     if not last or int(last[0]["breaks"]) < max(1, lines - start):
         return None

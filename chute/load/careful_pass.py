@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from chute.load.careful import CheckedRows, check_json_lines
+from chute.load.careful import RAW, REASON, ROW, CheckedRows, check_json_lines
 from chute.load.careful_delimited import check_delimited
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
@@ -20,7 +20,7 @@ from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.values import strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
-from chute.sql import quote_ident, quote_str
+from chute.sql import internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
@@ -154,9 +154,10 @@ class CarefulPass:
         reasons = self._typed_reasons(unit, read_as)
         raw = f"formatRowNoNewline('JSONEachRow', {', '.join(quote_ident(c.name) for c in read_as)})"
         # Numbered before the filter (rowNumberInAllBlocks() counts the rows it sees).
+        fit = internal("fits")
         bad = (
-            f"SELECT row, raw, reason FROM (SELECT ({row}) AS row, {raw} AS raw, {reasons} AS reason, "
-            f"{' AND '.join(fits) or '1'} AS fits FROM {table}) WHERE NOT fits"
+            f"SELECT {ROW}, {RAW}, {REASON} FROM (SELECT ({row}) AS {ROW}, {raw} AS {RAW}, {reasons} AS {REASON}, "
+            f"{' AND '.join(fits) or '1'} AS {fit} FROM {table}) WHERE NOT {fit}"
         )
         counted = ctx.target.engine.rows(
             f"SELECT count() AS n, countIf(NOT ({' AND '.join(fits) or '1'})) AS bad FROM {table}",
@@ -173,8 +174,8 @@ class CarefulPass:
                 REJECT_COLUMNS,
                 [
                     f"SELECT CAST({quote_str(unit.source_name)}, {quote_str(types['_source'])}) AS _source, "
-                    f"CAST(row, {quote_str(types['_source_row'])}) AS _source_row, raw, "
-                    "ifNull(reason, 'a value does not fit the table') AS error, "
+                    f"CAST({ROW}, {quote_str(types['_source_row'])}) AS _source_row, {RAW} AS raw, "
+                    f"ifNull({REASON}, 'a value does not fit the table') AS error, "
                     f"CAST({quote_str(ctx.load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
                     f"CAST(now64(3), {quote_str(types['at'])}) AS at FROM ({bad})"
                 ],

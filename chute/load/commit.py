@@ -15,7 +15,7 @@ from chute.load.context import LoadContext
 from chute.load.outcome import batch_label
 from chute.load.values import strip_wrappers
 from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type
-from chute.sql import TableName, quote_ident, quote_str, sources_filter
+from chute.sql import TableName, internal, quote_ident, quote_str, sources_filter
 from chute.targets.staging import CommitCheck
 from chute.units import Unit
 
@@ -134,7 +134,7 @@ class Commit:
         if not ctx.fill_provenance:
             # No row numbers to find each file's last record by: any text over several lines
             # in the batch has its files' quotes counted.
-            some = ctx.target.rows(f"SELECT 1 AS __chute_found FROM {stage.sql} WHERE {multiline} LIMIT 1")
+            some = ctx.target.rows(f"SELECT 1 AS {internal('found')} FROM {stage.sql} WHERE {multiline} LIMIT 1")
             self._count_quotes(list(units.values()) if some else [])
             return
         names = ", ".join(quote_str(n) for n in units)
@@ -148,8 +148,9 @@ class Commit:
         # PREWHERE on the row number: the text columns are read for the last rows alone.
         where = f"PREWHERE _source_row IN ({rows}) WHERE (_source, _source_row) IN ({pairs}) AND ({multiline})"
         # (An alias no column has: `AS s` named the file, not the column `s`, in the WHERE.)
-        query = f"SELECT DISTINCT _source AS __chute_source FROM {stage.sql} {where}"
-        self._count_quotes([units[str(got["__chute_source"])] for got in ctx.target.rows(query)])
+        source = internal("source")
+        query = f"SELECT DISTINCT _source AS {source} FROM {stage.sql} {where}"
+        self._count_quotes([units[str(got[source])] for got in ctx.target.rows(query)])
 
     def _count_quotes(self, units: list[Unit]) -> None:
         """OpenQuote where a unit's quotes are odd in number: one is never closed."""

@@ -37,6 +37,10 @@ _REASON_RE = re.compile(r"DB::Exception: ([^.(]+)")
 
 JSON_SAMPLE_LINES = 25_000
 """Lines of JSON objects copied for inference from a file whose inference failed."""
+MIXED_TYPES = re.compile(r"for column '[^']*' in row (\d+) differs from type defined by previous rows")
+"""The engine's inference meeting a record whose value is of another kind (an object, a number)."""
+MIXED_RETRIES = 20
+"""Records of another kind left out of the sample, one at a time, before inference gives up."""
 
 
 def repeated_names(fields: list[str]) -> list[str]:
@@ -61,6 +65,26 @@ def refuse_empty_key(engine: Engine, lines: str, key: str, sample_rows: int | No
         )
 
 
+ORDINARY_OBJECT = (
+    "isValidJSON(line) AND JSONType(line) = 'Object' AND position(line, '\\0') = 0 "
+    "AND length(JSONExtractKeys(line)) = length(arrayDistinct(JSONExtractKeys(line)))"
+)
+"""A line inference may read: a JSON object (valid, so nested less than the parser's depth limit)
+without a NUL byte or a key given twice. Any other line is odd: one such made the engine's
+inference fail ("Duplicate column name"), or type a column 1,100 arrays deep; the load rejects it."""
+
+
+def odd_lines(engine: Engine, lines: str, key: str, sample_rows: int | None) -> int:
+    """How many of the lines inference reads are odd (see ORDINARY_OBJECT); blank lines are not."""
+    limit = int(sample_rows or JSON_SAMPLE_LINES)
+    found = engine.rows(
+        f"SELECT countIf(NOT ({ORDINARY_OBJECT}) AND NOT match(line, '^\\s*$')) AS n "
+        f"FROM (SELECT line FROM {lines} LIMIT {limit})",
+        context=f"{key}: looking for odd lines",
+    )
+    return int(found[0]["n"]) if found else 0
+
+
 def from_json_objects(
     engine: Engine, lines: str, key: str, format_settings: Mapping[str, str | int | float]
 ) -> list[Column]:
@@ -71,12 +95,27 @@ def from_json_objects(
     try:
         engine.execute(
             f"INSERT INTO FUNCTION file({quote_str(sample)}, 'LineAsString', 'line String') "
-            f"SELECT line FROM {lines} WHERE isValidJSON(line) AND JSONType(line) = 'Object' "
-            f"LIMIT {JSON_SAMPLE_LINES}",
+            f"SELECT line FROM {lines} WHERE {ORDINARY_OBJECT} LIMIT {JSON_SAMPLE_LINES}",
             context=context,
         )
         if not os.path.getsize(sample):
             raise SourceError(f"{context}: no line is a JSON object")
+        for _ in range(MIXED_RETRIES):
+            try:
+                return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, format_settings)
+            except ChuteError as exc:
+                mixed = MIXED_TYPES.search(str(exc))
+                if mixed is None:
+                    raise
+                # That record left out of the sample: the load rejects it (its value does not fit).
+                rest = scratch_file("sample", ".jsonl")
+                engine.execute(
+                    f"INSERT INTO FUNCTION file({quote_str(rest)}, 'LineAsString', 'line String') SELECT line "
+                    f"FROM file({quote_str(sample)}, 'LineAsString', 'line String') WHERE _row_number != {mixed[1]}",
+                    {"max_threads": 1},
+                    context=context,
+                )
+                os.replace(rest, sample)
         return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, format_settings)
     except ChuteError as exc:  # the sample is chute's copy: name the user's file
         exc.args = (str(exc).replace(sample, key),)
@@ -132,17 +171,24 @@ class Inferrer:
                 return [Column(n, "String") for n in names]
         read: Callable[[str], str] = lambda f: self.ctx.source.table_expression(unit, None, f)  # noqa: E731
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        odd = 0
         if unit.fmt.format == "JSONEachRow":
             refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
+            odd = odd_lines(self.ctx.target.engine, lines, unit.key, sample_rows)
         try:
-            return self._described(unit, read, sample_rows)
+            if not odd:
+                return self._described(unit, read, sample_rows)
         except ChuteError as exc:
             if text:
                 return self._described_tolerantly(unit, read, sample_rows, exc)
             if unit.fmt.format != "JSONEachRow":
                 raise
         columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
-        self.ctx.note(f"{unit.key}: some lines are not JSON objects; the columns are inferred from the others")
+        self.ctx.note(
+            f"{unit.key}: some lines are not plain JSON objects (invalid, nested too deep, a NUL byte, a key "
+            "given twice, a value of another kind); the columns are inferred from the others, and the load "
+            "rejects those it cannot read"
+        )
         return columns
 
     def _described_tolerantly(

@@ -163,7 +163,7 @@ class Loader:
             result = plan.results[unit.key]
             result.state = FileState.FAILED
             result.error = (
-                "changed since it was loaded (size or mtime), and the table has no provenance columns: its "
+                "changed since it was loaded (size, mtime or content), and the table has no provenance columns: its "
                 "old rows cannot be found to replace them; load it into a table with provenance, or delete "
                 "them yourself, then `chute forget FILE --keep-rows` makes the next load load it again"
             )

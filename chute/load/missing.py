@@ -14,12 +14,12 @@ from __future__ import annotations
 from chute.load.context import LoadContext
 from chute.load.values import SENTINEL_TEXT, default_of, strip_wrappers
 from chute.schema import Column
-from chute.sql import quote_ident, quote_str
+from chute.sql import internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
-INPUT_ALIAS = "__chute_in"
-"""The input's name in a SELECT that counts missing values: its columns as read, by `__chute_in.name`
+INPUT_ALIAS = internal("in")
+"""The input's name in a SELECT that counts missing values: its columns as read, by `<INPUT_ALIAS>.name`
 (the name alone is the SELECT's value of that name, not NULL)."""
 
 COUNTED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV", "Parquet", "ORC", "Arrow", "ArrowStream", "Avro", "Native"})
@@ -78,6 +78,11 @@ def mask_sql(flags: list[tuple[int, str]], kept: str | None = None) -> str:
     Eight flags at a time are packed in UInt8 (bitShiftLeft, bitOr), then the bytes into UInt64:
     a sum of flags times powers of two costs twice as much (wider integers at every step)."""
     by_byte: dict[int, list[str]] = {}
+    # The columns that share the last bit, in one flat `or` (a chain of bitOr nested one level per
+    # column: 2,000 columns overflowed the engine's stack).
+    shared = [flag for i, flag in flags if i >= MASK_BITS - 1]
+    if len(shared) > 1:
+        flags = [*((i, flag) for i, flag in flags if i < MASK_BITS - 1), (MASK_BITS - 1, f"or({', '.join(shared)})")]
     for i, flag in flags:
         bit = min(i, MASK_BITS - 1)
         shifted = flag if bit % 8 == 0 else f"bitShiftLeft({flag}, {bit % 8})"

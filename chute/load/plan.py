@@ -37,7 +37,7 @@ def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntr
         plan.results[unit.key] = result
         if entry is None or entry.state == FORGOTTEN:  # (chute forget deleted its rows)
             plan.load.append(unit)
-        elif entry.state == "done" and entry.identity == unit.identity:
+        elif entry.state == "done" and unit.matches(entry.identity):
             result.rows_loaded = 0
         elif entry.state == "done":
             _changed(ctx, unit, plan, result)
@@ -53,7 +53,7 @@ def _changed(ctx: LoadContext, unit: Unit, plan: Plan, result: FileResult) -> No
         ctx.report.notes.append(f"{unit.key}: changed since it was loaded; skipped (--on-change)")
     elif ctx.opts.on_change == "error":
         result.state = FileState.FAILED
-        result.error = "changed since it was loaded (size or mtime); use --on-change reload"
+        result.error = "changed since it was loaded (size, mtime or content); use --on-change reload"
     else:
         plan.load.append(unit)
         plan.replace.add(unit.key)

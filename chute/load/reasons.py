@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from chute.load.values import array_element, conversion, default_of, read_as_text, strip_wrappers
 from chute.schema import Column
-from chute.sql import quote_ident, quote_str
+from chute.sql import internal, quote_ident, quote_str
+
+
+def value_at(i: int) -> str:
+    """The checked records' column of the i-th input column's converted value (chute.sql.internal)."""
+    return internal(f"v{i}")
+
+
+def present_at(i: int) -> str:
+    """The checked records' flag: the i-th input column (one with a DEFAULT expression) had a value."""
+    return internal(f"p{i}")
 
 
 def nested_groups(columns: list[Column]) -> list[list[int]]:
@@ -50,7 +60,7 @@ def finals(columns: list[Column], texts: list[str], present: list[str], extract:
             # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
             default = default_of(strip_wrappers(col.type)[0])
             value = f"if({present[i]}, ifNull({conv}, {default}), {default})"
-        finals.append(f"CAST({value}, {quote_str(col.type)}) AS v{i}")
+        finals.append(f"CAST({value}, {quote_str(col.type)}) AS {value_at(i)}")
     return finals
 
 

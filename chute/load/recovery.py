@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
 from chute.load.context import LoadContext
+from chute.load.inference import ORDINARY_OBJECT
 from chute.load.outcome import told_of
 from chute.load.typedvalues import WIDE_READ_FORMATS
 from chute.sources.base import CheckedValues
+from chute.sql import quote_str
 from chute.units import Unit
 
 FILE_IN_ERROR = re.compile(r"\(in file/uri ([^)]+)\)")
@@ -93,6 +95,17 @@ class Recovery:
         that cuts its body each time), not the target's; its unit fails alone, the others load."""
         return not exc.terminal and not self.ctx.is_server() and all("://" in u.key for u in units)
 
+    def _only_in_odd_lines(self, unit: Unit, field: str) -> bool:
+        """Whether no plain JSON object of the file has `field` (a table made from the file was
+        inferred without its odd lines: chute.load.inference.ORDINARY_OBJECT)."""
+        lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
+        found = self.ctx.target.engine.rows(
+            f"SELECT count() AS n FROM (SELECT 1 FROM {lines} WHERE position(line, {quote_str(field)}) > 0 "
+            f"AND {ORDINARY_OBJECT} AND has(JSONExtractKeys(line), {quote_str(field)}) LIMIT 1)",
+            context=f"{unit.key}: looking for field {field}",
+        )
+        return not int(found[0]["n"])
+
     def for_unit(self, unit: Unit, exc: ChuteError) -> Decision:
         """A file the fast path could not load: a careful pass if it is text, else it fails."""
         opts = self.ctx.opts
@@ -111,6 +124,8 @@ class Recovery:
             and self.ctx.source.unchanged(unit)
         )
         unknown = UNKNOWN_FIELD.search(str(exc))
+        if unknown and careful and unit.fmt.format == "JSONEachRow" and self._only_in_odd_lines(unit, unknown.group(1)):
+            return Decision(Step.CAREFUL, unit, exc)  # (the careful pass rejects those lines)
         if unknown:
             # A field the table lacks is a schema question, not a bad row.
             return Decision(

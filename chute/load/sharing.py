@@ -93,7 +93,7 @@ class Sharing:
             changed_here = entry is not None and (earlier is None or earlier.seq != entry.seq)
             if entry is None:
                 load.append(unit)
-            elif entry.state == "done" and entry.identity == unit.identity:
+            elif entry.state == "done" and unit.matches(entry.identity):
                 settled.append(unit.key)  # loaded, by another worker since the plan if changed_here
                 plan.results[unit.key].state = FileState.SKIPPED
             elif entry.state == "done" and not changed_here:

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from chute.errors import ChuteError, SourceError, UsageError
-from chute.load.careful import RAW_LIMIT, check_json_lines
+from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, check_json_lines
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
 from chute.load.missing import record_missing
@@ -241,10 +241,10 @@ class TolerantPass:
             self.ctx.rejects.name,
             REJECT_COLUMNS,
             [
-                f"SELECT CAST(arrayElement({source_list}, row), {quote_str(types['_source'])}) AS _source, "
-                f"CAST(arrayElement({row_list}, row), {quote_str(types['_source_row'])}) AS _source_row, "
-                f"substring(raw, 1, {RAW_LIMIT}) AS raw, "
-                "reason AS error, "
+                f"SELECT CAST(arrayElement({source_list}, {ROW}), {quote_str(types['_source'])}) AS _source, "
+                f"CAST(arrayElement({row_list}, {ROW}), {quote_str(types['_source_row'])}) AS _source_row, "
+                f"substring({RAW}, 1, {RAW_LIMIT}) AS raw, "
+                f"{REASON} AS error, "
                 f"CAST({quote_str(self.ctx.load_id)}, {quote_str(types['_load_id'])}) AS _load_id, "
                 f"CAST(now64(3), {quote_str(types['at'])}) AS at FROM {checked.sql}"
             ],

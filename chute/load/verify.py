@@ -16,7 +16,6 @@ server parses it: on two machines both work at once (bench/README.md, issue 29).
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,16 +26,16 @@ from chute.load.missing import INPUT_ALIAS, mask_sql, watched
 from chute.load.reads import Reads
 from chute.load.values import SENTINEL_TEXT, FastRead, strip_wrappers
 from chute.schema import Column, structure
-from chute.sql import TableName, quote_ident
+from chute.sql import TableName, internal, quote_ident
 from chute.targets.base import Target
 from chute.targets.staging import MASK_COLUMN
 from chute.units import Unit
 
 _INTEGER = re.compile(r"^U?Int(8|16|32|64)$")
 _DATETIME = re.compile(r"^DateTime(\(\s*'[^']*'\s*\))?$")
-ALIAS = f"_chute{secrets.token_hex(4)}_"
+ALIAS = internal("")
 """The prefix of the aliases in the checks' queries: no column of a user's table is named so
-(a column `_chute_n` met an alias `_chute_n` and failed the query)."""
+(a column `_chute_n` met an alias `_chute_n` and failed the query; chute.sql.internal)."""
 _NULL_MARK = 11400714819323198485
 """Mixed into a NULL's hash, so that NULL and the type's default differ."""
 

@@ -7,6 +7,7 @@ failed insert never leaves part of a batch in the target table.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
@@ -17,6 +18,7 @@ from chute.errors import UsageError
 from chute.formats import FileFormat
 from chute.schema import Column, table_columns
 from chute.sql import TableName, quote_ident, quote_str, sources_filter
+from chute.targets.mutations import outlasting_cancels
 from chute.targets.staging import PART_WRITER_SETTINGS, CommitCheck, Stage
 from chute.units import Unit
 
@@ -26,6 +28,15 @@ class EmbeddedTarget:
         self._engine = open_engine(path, reading=reading)
         self.path = path
         self._merge_tree_settings: frozenset[str] | None = None
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _changing(self, table: TableName) -> threading.Lock:
+        """Held by a mutation of `table` and by a batch's move into it: attaching parts cancels a
+        running mutation (chute.targets.mutations), which is then postponed, again and again while
+        batches keep moving in."""
+        with self._locks_lock:
+            return self._locks.setdefault(table.sql, threading.Lock())
 
     def _known(self, names: Iterable[str]) -> set[str]:
         """Those of `names` this engine has as MergeTree settings (read once): a setting an
@@ -93,7 +104,13 @@ class EmbeddedTarget:
     def mutate(self, table: TableName, command: str, context: str) -> None:
         # Mutations run in the merge pool: a stage table holding merges would never finish one.
         self.execute(f"SYSTEM START MERGES {table.sql}", context=context)
-        self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context)
+        with self._changing(table):
+            outlasting_cancels(
+                lambda: self.execute(f"ALTER TABLE {table.sql} {command}", {"mutations_sync": 2}, context),
+                self.rows,
+                table,
+                context,
+            )
 
     def _mutate_held(self, table: TableName, command: str, context: str) -> None:
         """A mutation of a stage that holds its merges: they resume for it alone."""
@@ -101,10 +118,15 @@ class EmbeddedTarget:
         self.execute(f"SYSTEM STOP MERGES {table.sql}", context=context)
 
     def delete_sources(self, table: TableName, sources: Sequence[str], loads: Sequence[str] = ()) -> None:
-        self.execute(
-            f"DELETE FROM {table.sql} WHERE {sources_filter(sources, loads)}",
-            context=f"removing earlier rows of {len(sources)} file(s)",
-        )
+        context = f"removing earlier rows of {len(sources)} file(s)"
+        delete = f"DELETE FROM {table.sql} WHERE {sources_filter(sources, loads)}"
+        with self._changing(table):
+            outlasting_cancels(
+                lambda: self.execute(delete, context=context),
+                self.rows,
+                table,
+                context,
+            )
 
     def write_batch(
         self,
@@ -138,6 +160,7 @@ class EmbeddedTarget:
             missing=missing,
             mutate=self._mutate_held,
             tagged=tagged,
+            moving=self._changing,
         ) as stage:
             insert = f"INSERT INTO {(stage.table or table).sql} ({column_list})"
             if concurrent and len(selects) > 1:

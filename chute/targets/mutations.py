@@ -5,6 +5,10 @@
 mutated (seen in the kill trials: `parts_to_do` 1 and an empty replication queue, for good).
 So a mutation is also done when no active part of its partitions has a `data_version` below
 its block number: each part it applies to has been rewritten past it.
+
+The embedded engine cancels a running mutation's part when partitions are attached to the same
+table (another batch's commit): the waiting statement fails ([341 UNFINISHED] ... Cancelled
+mutating parts), yet the mutation stays queued and runs again; `outlasting_cancels` waits for it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chute.errors import TargetError
+from chute.errors import ChuteError, TargetError
 from chute.sql import TableName, quote_str
 
 MUTATION_TIMEOUT_SECONDS = 600.0
 Rows = Callable[..., list[dict[str, Any]]]
+CANCELLED = "Cancelled mutating parts"
+"""The engine's reason for a mutation it stopped to attach parts: it runs again by itself."""
 
 
 def parts_mutated(pending: list[dict[str, Any]], oldest: dict[str, int]) -> bool:
@@ -55,3 +61,15 @@ def wait_for_mutations(rows: Rows, table: TableName, context: str) -> None:
             return
         time.sleep(0.2)
     raise TargetError(f"{context}: the server did not finish the delete in {MUTATION_TIMEOUT_SECONDS:.0f} s")
+
+
+def outlasting_cancels(run: Callable[[], object], rows: Rows, table: TableName, context: str) -> None:
+    """Run a mutation that waits for itself (`run`); where the engine cancelled it for a moment
+    (CANCELLED), wait until it and those before it are done. A re-run after kill -9 failed so
+    ("removing earlier rows ... UNFINISHED"), while another batch's rows moved in."""
+    try:
+        run()
+    except ChuteError as exc:
+        if CANCELLED not in str(exc):
+            raise
+        wait_for_mutations(rows, table, context)

@@ -177,8 +177,12 @@ class Stage:
         name: str | None = None,
         defaults: Mapping[str, str] | None = None,
         tagged: bool = False,
+        moving: Callable[[TableName], contextlib.AbstractContextManager[object]] | None = None,
     ) -> None:
         self.db = db
+        self.moving = moving
+        """Held around the move into the target (the embedded target: no mutation of it runs meanwhile,
+        as attaching parts cancels one; chute.targets.mutations)."""
         self.tagged = tagged
         """The stage has SOURCE_COLUMN: rows are counted per its values (see `checked`)."""
         self.defaults: dict[str, str] = {}
@@ -353,7 +357,8 @@ class Stage:
                     else f"ATTACH PARTITION ALL FROM {self.table.sql}"
                     for part in partitions[i : i + ATTACH_PER_STATEMENT]
                 )
-                self.db.execute(f"ALTER TABLE {self.target.sql} {commands}", context=self.context)
+                with self.moving(self.target) if self.moving else contextlib.nullcontext():
+                    self.db.execute(f"ALTER TABLE {self.target.sql} {commands}", context=self.context)
         except TransientTargetError as exc:
             # Some partitions may be in already: a blind retry could add them twice.
             raise CommitUncertain(str(exc), code=exc.code, name=exc.name) from exc
