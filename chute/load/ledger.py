@@ -82,28 +82,18 @@ class Ledger:
             if not units:
                 return {}
             where += f" AND unit IN ({', '.join(quote_str(u) for u in units)})"
-        rows = self.books.rows(
+        # TSV, split once (a JSON object a row cost 2 s of 100,000 rows); in the ledger's order
+        # (by unit), sorted here: the engine's sort of every name cost more than the read.
+        rows = self.books.tsv(
             self.name,
             "SELECT unit, argMax(identity, seq) AS identity, argMax(state, seq) AS state, "
             "argMax(rows_loaded, seq) AS rows_loaded, argMax(rows_rejected, seq) AS rows_rejected, "
             "argMax(load_id, seq) AS load_id, argMax(error, seq) AS error, toString(max(at)) AS at, "
-            f"toString(max(seq)) AS last_seq FROM {self.name.sql} WHERE {where} GROUP BY unit ORDER BY unit",
+            f"toString(max(seq)) AS last_seq FROM {self.name.sql} WHERE {where} GROUP BY unit",
             context="reading the ledger",
         )
-        found = {
-            r["unit"]: LedgerEntry(
-                r["unit"],
-                r["identity"],
-                r["state"],
-                int(r["rows_loaded"]),
-                int(r["rows_rejected"]),
-                r["load_id"],
-                r["error"],
-                r["at"],
-                int(r["last_seq"]),
-            )
-            for r in rows
-        }
+        rows.sort(key=lambda r: r[0])
+        found = {r[0]: LedgerEntry(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5], r[6], r[7], int(r[8])) for r in rows}
         for unit, entry in found.items():
             self._last_seq[unit] = max(self._last_seq.get(unit, 0), entry.seq)
         return found

@@ -316,8 +316,9 @@ class Loader:
             self._load_batch([u for u in batch if u is not decision.culprit], plan)
         elif decision.step is Step.SPLIT:
             self.ctx.single_batch = False  # several batches now: none may swap the table
-            with ThreadPoolExecutor(min(self.ctx.workers, len(batch))) as pool:
-                for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
+            parts = self.recovery.split_parts(batch)
+            with ThreadPoolExecutor(min(self.ctx.workers, len(parts))) as pool:
+                for future in [pool.submit(self._load_batch, part, plan) for part in parts]:
                     future.result()
         else:
             self._after_failure(batch[0], exc, plan)
@@ -356,13 +357,15 @@ class _Progress:
     def __init__(self, ctx: LoadContext, plan: Plan) -> None:
         self.ctx = ctx
         self.plan = plan
-        self.done: list[Unit] = []
+        self.files = self.rows = self.bytes = 0
+        """Sums over the units settled so far (kept as they come: a sum over them all after
+        each batch made a load of 20,000 files in 313 batches spend a second summing)."""
         self.lock = threading.Lock()
 
     def add(self, units: list[Unit]) -> None:
         with self.lock:
-            self.done.extend(units)
+            self.files += len(units)
+            self.rows += sum(self.plan.results[u.key].rows_loaded for u in units)
+            self.bytes += sum(u.size for u in units)
             if self.ctx.progress:
-                loaded = [self.plan.results[u.key] for u in self.done]
-                rows = sum(r.rows_loaded for r in loaded)
-                self.ctx.progress(len(self.done), rows, sum(u.size for u in self.done))
+                self.ctx.progress(self.files, self.rows, self.bytes)
