@@ -183,7 +183,10 @@ class Books:
         For the ledger of a load of many files (100,000 rows: 0.1 s, not 2 s)."""
         query = sql + render_settings(self.read_settings(name))
         text = retrying(lambda: self.target.text(query, "TSV", context))
-        return [[_unescape(f) if "\\" in f else f for f in line.split("\t")] for line in text.split("\n") if line]
+        rows = [line.split("\t") for line in text.split("\n") if line]
+        if "\\" in text:
+            rows = [[_unescape(f) if "\\" in f else f for f in row] for row in rows]
+        return rows
 
     def insert(self, name: TableName, sql: str, context: str) -> None:
         """An insert into one of the books: on every replica when it returns (quorum)."""

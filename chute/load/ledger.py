@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from chute.load.books import Books
 from chute.sql import TableName, quote_ident, quote_str
@@ -36,8 +36,10 @@ LEDGER_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class LedgerEntry:
+class LedgerEntry(NamedTuple):
+    """A unit's latest ledger row. (A tuple: a load of 100,000 files reads as many; a frozen
+    dataclass took 5 us each to make.)"""
+
     unit: str
     identity: str
     state: str

@@ -78,8 +78,8 @@ class _Resolved:
         self.stats: dict[str, os.stat_result] = {}
 
     def path(self, path: str) -> str:
-        directory, name = os.path.split(path)
-        if name in ("", ".", ".."):
+        directory, _, name = path.rpartition("/")
+        if name in ("", ".", "..") or (not directory and path.startswith("/")):
             return os.path.realpath(path)
         try:
             st = os.lstat(path)
@@ -89,14 +89,13 @@ class _Resolved:
             return os.path.realpath(path)
         real = self.directories.get(directory)
         if real is None:
-            real = self.directories[directory] = os.path.realpath(directory or os.curdir)
+            real = self.directories[directory] = os.path.realpath(directory or os.curdir).rstrip("/") + "/"
         self.stats[path] = st
-        return os.path.join(real, name)
+        return real + name
 
 
-def _readable(st: os.stat_result) -> bool:
-    """Readable by this process for sure by its mode alone (os.access says the rest)."""
-    euid = os.geteuid()
+def _readable(st: os.stat_result, euid: int) -> bool:
+    """Readable by this process (effective user `euid`) for sure by its mode alone (os.access says the rest)."""
     return euid == 0 or (st.st_uid == euid and bool(st.st_mode & stat.S_IRUSR))
 
 
@@ -121,13 +120,14 @@ class FileSource(SourceBase, EngineRowNumbers):
         self.format_override = format_override
         self.compression_override = compression_override
         self.split_bytes = split_bytes
-        self.known = frozenset(key.split("#bytes=", 1)[0] for key in known)
+        self.known = frozenset(key.split("#bytes=", 1)[0] if "#" in key else key for key in known)
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
         self._links: dict[str, str] = {}
         """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
         symlink to each in a private directory, named plainly, that the engine reads instead."""
         self._link_dir: str | None = None
         self._stats: dict[str, os.stat_result] = {}
+        self._formats: dict[str, FileFormat] = {}
         """Files' stat results, taken while their names were resolved (see `_stat`)."""
         self.notes: list[str] = []
         """For the report: what directory walks skipped, and why."""
@@ -140,10 +140,11 @@ class FileSource(SourceBase, EngineRowNumbers):
                 here = Skipped()
                 listed = _walk(pattern, here)
                 if not self.format_override:
-                    unknown = [p for p in listed if not known_extension(p)]
+                    known = [known_extension(p) for p in listed]
+                    unknown = [p for p, k in zip(listed, known, strict=True) if not k]
                     here.unknown += len(unknown)
                     here.example = os.path.basename(unknown[0]) if unknown else ""
-                    listed = [p for p in listed if known_extension(p)]
+                    listed = [p for p, k in zip(listed, known, strict=True) if k] if unknown else listed
                 if not listed:  # loading nothing is no success: a wrong directory, or --format missing
                     why = here.notes()[0].replace("in directories, skipped", "; skipped") if here.notes() else ""
                     raise SourceError(f"{pattern}: no file to load{why}")
@@ -179,8 +180,11 @@ class FileSource(SourceBase, EngineRowNumbers):
     def _key(self, path: str, real: str | None = None) -> str:
         """The resolved path; but the path as given (made absolute) where the ledger knows the
         file by that name only (loaded by a chute that did not resolve symlinks)."""
-        real, given = real or os.path.realpath(path), os.path.abspath(path)
-        return given if given != real and given in self.known and real not in self.known else real
+        real = real or os.path.realpath(path)
+        if not self.known or real in self.known:
+            return real
+        given = os.path.abspath(path)
+        return given if given != real and given in self.known else real
 
     def _stat(self, path: str) -> os.stat_result:
         """`os.stat(path)`, taken while the names were resolved where it was (one call a file)."""
@@ -190,6 +194,7 @@ class FileSource(SourceBase, EngineRowNumbers):
     def units(self) -> list[Unit]:
         units = []
         seen: dict[tuple[int, int], str] = {}
+        euid = os.geteuid()
         for path in self._paths():
             try:
                 st = self._stat(path)
@@ -201,9 +206,9 @@ class FileSource(SourceBase, EngineRowNumbers):
                 continue
             if not stat.S_ISREG(st.st_mode):
                 raise SourceError(f"{path}: not a regular file")
-            if not _readable(st) and not os.access(path, os.R_OK):
+            if not _readable(st, euid) and not os.access(path, os.R_OK):
                 raise SourceError(f"{path}: permission denied")
-            fmt = detect(path, self.format_override, self.compression_override)
+            fmt = self._detect(path)
             if self._splits(fmt, st.st_size):
                 assert self.split_bytes is not None
                 for start, end in split_points(path, fmt.format, st.st_size, self.split_bytes):
@@ -221,6 +226,18 @@ class FileSource(SourceBase, EngineRowNumbers):
                 continue
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt))
         return units
+
+    def _detect(self, path: str) -> FileFormat:
+        """`detect`, once per file name ending (everything after the name's first dot)."""
+        name = path.rsplit("/", 1)[-1]
+        dot = name.find(".")
+        if dot < 0:
+            return detect(path, self.format_override, self.compression_override)
+        ending = name[dot:].lower()
+        fmt = self._formats.get(ending)
+        if fmt is None:
+            fmt = self._formats[ending] = detect(path, self.format_override, self.compression_override)
+        return fmt
 
     def _splits(self, fmt: FileFormat, size: int) -> bool:
         return (
