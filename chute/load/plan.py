@@ -111,23 +111,30 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
             share = ALONE_BATCHES
         files = min(files, max(1, -(-len(units) // share)))
     parsed_files = min(files, PARSED_BATCH_FILES)
+    together = ctx.fill_provenance
+    stageable = ctx.info.stageable
+    first_passed = first_alone = False
     for unit in units:
+        # What decides about a unit, asked once per unit (20,000 files: 0.4 s when asked per pair).
+        passed = methods.pass_through([unit])
+        server_side = methods.server_side_possible(unit)
         if current and (
             unit.fmt != current[0].fmt
             or len(current) >= files
             or size + unit.size > ctx.opts.batch_bytes
             or (name_bytes is not None and names + len(unit.key) > name_bytes)
-            or (len(current) >= parsed_files and methods.pass_through([unit]))
-            or not (ctx.fill_provenance or (ctx.info.stageable and not methods.pass_through([unit])))
-            or methods.server_side_possible(unit)
-            or methods.server_side_possible(current[0])
-            or methods.pass_through([unit]) != methods.pass_through([current[0]])
+            or (passed and len(current) >= parsed_files)
+            or not (together or (stageable and not passed))
+            or server_side
+            or first_alone
+            or passed != first_passed
             or ctx.serial(unit)
             or unit.is_range
-            or current[0].is_range
         ):
             found.append(current)
             current, size, names = [], 0, 0
+        if not current:
+            first_passed, first_alone = passed, server_side or unit.is_range
         current.append(unit)
         size += unit.size
         names += len(unit.key)

@@ -27,6 +27,8 @@ from chute.sql import quote_str
 from chute.units import Unit
 
 _GLOB_CHARS = set("*?[{")
+_PLAIN_NAME_CHARS = frozenset(_GLOB_CHARS | {",", "}", "]", "\\"})
+"""Characters no name in a `{a,b}` list of file() may hold."""
 
 
 class Skipped:
@@ -295,7 +297,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         names = [os.path.basename(u.key) for u in units]
         if (
             any(os.path.dirname(u.key) != directory or u.fmt != units[0].fmt for u in units)
-            or any(c in _GLOB_CHARS | {",", "}", "]", "\\"} for c in directory + "".join(names))
+            or not _PLAIN_NAME_CHARS.isdisjoint(directory + "".join(names))
             or "'" in directory + "".join(names)
         ):
             return None
