@@ -17,7 +17,7 @@ from chute.engine import MEMORY, say_doing
 from chute.errors import UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
-from chute.load.ledger import Ledger
+from chute.load.ledger import Ledger, many_objects
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
 from chute.load.options import (
@@ -101,7 +101,8 @@ def load(
     known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
     counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
     source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
-    units = source.units()
+    with many_objects():  # (a unit a file: 100,000 and more)
+        units = source.units()
     check_cluster(opts, tgt, source, units)
     # The books' place depends on the table: where it was there already, as found above.
     books = ledger.books if meta is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from chute.load.context import LoadContext
-from chute.load.ledger import LedgerEntry
+from chute.load.ledger import LedgerEntry, many_objects
 from chute.load.methods import Methods
 from chute.load.outcome import Plan, fail
 from chute.load.sizing import ROW_SIZED_FORMATS
@@ -34,6 +34,11 @@ every unit of the batch in a statement, which an old server parses up to 256 KiB
 def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]) -> Plan:
     """New units load; loaded ones are skipped (or reloaded as --on-change says); started
     (interrupted) or failed ones load again after what got in of them is removed."""
+    with many_objects():
+        return _planned(ctx, units, ledger)
+
+
+def _planned(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]) -> Plan:
     plan = Plan()
     for unit in units:
         entry = ledger.get(unit.key)
