@@ -99,7 +99,12 @@ def load(
     # (Loader writes their `dropped` rows), so an incremental source must plan them this run.
     gone = meta is None
     known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
-    counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
+    # (rows per loaded unit: a database source's planner compares them; files need none)
+    counted = (
+        tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
+        if source_scheme(patterns) in DATABASE_SCHEMES
+        else ()
+    )
     source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
     with many_objects():  # (a unit a file: 100,000 and more)
         units = source.units()

@@ -119,8 +119,10 @@ class Loader:
         likely. Rows can also go by TTL or a user's DELETE, so the files are not loaded again
         unasked: a note says how."""
         ctx = self.ctx
+        if ctx.report.table_rows != 0:
+            return
         loaded = [r for r in ctx.report.files if r.state == "skipped" and self._rows_loaded(r.source)]
-        if ctx.report.table_rows == 0 and loaded:
+        if loaded:
             ctx.report.notes.append(
                 f"table {ctx.table} holds no rows, yet the ledger says {len(loaded)} skipped file(s) were "
                 "loaded into it (was it truncated?); to load them again, forget them first: "

@@ -31,6 +31,8 @@ SQUASH_MIN_FILES = 16
 """Fewer files than this are read straight: their blocks are few."""
 SQUASH_MAX_AVERAGE = 256 * 2**10
 """Files bigger than this on average make blocks of thousands of rows: read straight."""
+VIRTUAL_COLUMNS = frozenset({"_path", "_row_number"})
+"""The file() call's virtual columns the SELECT reads, kept in the temporary table as columns."""
 SQUASH_MEMORY_SHARE = 4
 """The batch's rows (as its bytes, compressed ones times COMPRESSED_EXPANSION) stay under the
 memory budget divided by this."""
@@ -50,6 +52,8 @@ class Squash:
             return False
         if any(u.is_range or u.fmt.format not in ROW_NUMBER_FORMATS or "://" in u.key for u in batch):
             return False
+        if any(c.name in VIRTUAL_COLUMNS for c in ctx.input_columns()):
+            return False  # (the temporary table keeps the engine's own under these names)
         size = sum(u.size for u in batch)
         expanded = sum(u.size * (1 if u.fmt.compression == "none" else COMPRESSED_EXPANSION) for u in batch)
         return size <= SQUASH_MAX_AVERAGE * len(batch) and expanded <= ctx.opts.memory_limit // SQUASH_MEMORY_SHARE

@@ -95,6 +95,9 @@ def test_squash_only_for_many_small_files_into_this_engine() -> None:
     assert not Squash.applies(_ctx(), _units(100, size=2**20))  # blocks of thousands of rows
     assert not Squash.applies(_ctx(server=True), _units(100))
     assert not Squash.applies(_ctx(memory_limit=4 * 2**20), _units(100, size=50_000))  # over a quarter of the budget
+    ctx = _ctx()
+    ctx.set_info(columns=(Column("_path", "String"), *COLUMNS))  # data named like the engine's own column
+    assert not Squash.applies(ctx, _units(100))
 
 
 def test_paths_resolve_as_realpath_does(tmp_path: Path) -> None:
