@@ -19,7 +19,7 @@ from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.forget import ForgetReport, forget
-from chute.load.ledger import Ledger, LedgerEntry
+from chute.load.ledger import Ledger, LedgerEntry, many_objects
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
 from chute.load.options import (
@@ -115,12 +115,18 @@ def load(
     # (Loader writes their `dropped` rows), so an incremental source must plan them this run.
     gone = meta is None
     known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
-    counted = tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
+    # (rows per loaded unit: a database source's planner compares them; files need none)
+    counted = (
+        tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
+        if source_scheme(patterns) in DATABASE_SCHEMES
+        else ()
+    )
     if early is not None:  # (a new directory: no ledger, no table, nothing else to know first)
         source, units = early
     else:
         source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
-        units = source.units()
+        with many_objects():  # (a unit a file: 100,000 and more)
+            units = source.units()
         columns = tgt.table_columns(table_name) if meta is not None else None
         if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
             pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import posixpath
 import random
+import re
 import threading
 import time
 from typing import Any
 
-from chute.engine import Settings
+from chute.engine import Settings, render_settings
 from chute.errors import ChuteError, TargetError
 from chute.sql import TableName, quote_ident, quote_str
 from chute.targets.base import Target
 from chute.targets.engines import distributed
+from chute.targets.retries import retrying
 
 QUORUM_TIMEOUT_MS = 10_000
 """How long a quorum insert waits for the other replicas: a replica that died still counts
@@ -46,6 +48,15 @@ QUORUM_BUSY = 286
 TOO_FEW_REPLICAS = 285
 DDL_TIMEOUT_SECONDS = 20
 SYNC_SECONDS = 300
+
+
+_TSV_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "0": "\0", "b": "\b", "f": "\f", "a": "\a", "v": "\v"}
+_TSV_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+def _unescape(field: str) -> str:
+    """A TSV field as it was: the engine escapes \\, tab, line breaks and a few more (and `'` on old servers)."""
+    return _TSV_ESCAPE.sub(lambda m: _TSV_ESCAPES.get(m.group(1), m.group(1)), field)
 
 
 def _database(table: TableName) -> str:
@@ -169,6 +180,16 @@ class Books:
 
     def rows(self, name: TableName, sql: str, context: str) -> list[dict[str, Any]]:
         return self.target.rows(sql, self.read_settings(name), context)
+
+    def tsv(self, name: TableName, sql: str, context: str) -> list[list[str]]:
+        """A read of many rows, as fields of TSV (unescaped): one split, not a JSON object a row.
+        For the ledger of a load of many files (100,000 rows: 0.1 s, not 2 s)."""
+        query = sql + render_settings(self.read_settings(name))
+        text = retrying(lambda: self.target.text(query, "TSV", context))
+        rows = [line.split("\t") for line in text.split("\n") if line]
+        if "\\" in text:
+            rows = [[_unescape(f) if "\\" in f else f for f in row] for row in rows]
+        return rows
 
     def insert(self, name: TableName, sql: str, context: str) -> None:
         """An insert into one of the books: on every replica when it returns (quorum)."""

@@ -136,8 +136,10 @@ class Loader:
         likely. Rows can also go by TTL or a user's DELETE, so the files are not loaded again
         unasked: a note says how."""
         ctx = self.ctx
+        if ctx.report.table_rows != 0:
+            return
         loaded = [r for r in ctx.report.files if r.state == "skipped" and self._rows_loaded(r.source)]
-        if ctx.report.table_rows == 0 and loaded:
+        if loaded:
             ctx.report.notes.append(
                 f"table {ctx.table} holds no rows, yet the ledger says {len(loaded)} skipped file(s) were "
                 "loaded into it (was it truncated?); to load them again, forget them first: "
@@ -344,8 +346,9 @@ class Loader:
             self._load_batch([u for u in batch if u is not decision.culprit], plan)
         elif decision.step is Step.SPLIT:
             self.ctx.single_batch = False  # several batches now: none may swap the table
-            with ThreadPoolExecutor(min(self.ctx.workers, len(batch))) as pool:
-                for future in [pool.submit(self._load_batch, [unit], plan) for unit in batch]:
+            parts = self.recovery.split_parts(batch)
+            with ThreadPoolExecutor(min(self.ctx.workers, len(parts))) as pool:
+                for future in [pool.submit(self._load_batch, part, plan) for part in parts]:
                     future.result()
         else:
             self._after_failure(batch[0], exc, plan)
@@ -385,10 +388,10 @@ class _Progress:
     def __init__(self, ctx: LoadContext, plan: Plan) -> None:
         self.ctx = ctx
         self.plan = plan
-        self.done: list[Unit] = []
         self.lock = threading.Lock()
-        self.settled_rows = 0
-        self.settled_bytes = 0
+        self.files = self.settled_rows = self.settled_bytes = 0
+        """Sums over the units settled so far (kept as they come: a sum over them all after
+        each batch made a load of 20,000 files in 313 batches spend a second summing)."""
         self.reading: dict[int, tuple[int, int]] = {}
         """Per engine connection: (bytes, rows) its statement has read of the files it reads."""
         self.told = (0, 0)
@@ -396,10 +399,9 @@ class _Progress:
 
     def add(self, units: list[Unit]) -> None:
         with self.lock:
-            self.done.extend(units)
-            loaded = [self.plan.results[u.key] for u in self.done]
-            self.settled_rows = sum(r.rows_loaded for r in loaded)
-            self.settled_bytes = sum(u.size for u in self.done)
+            self.files += len(units)
+            self.settled_rows += sum(self.plan.results[u.key].rows_loaded for u in units)
+            self.settled_bytes += sum(u.size for u in units)
             self.reading.clear()
             # A batch's own figures replace what was read of it (a sample read twice, rejects).
             self.told = (self.told[0], self.settled_rows)
@@ -425,4 +427,4 @@ class _Progress:
         live_rows = self.settled_rows + sum(r for _, r in self.reading.values())
         told_bytes, told_rows = self.told
         self.told = (max(told_bytes, min(live_bytes, total)), max(told_rows, live_rows))
-        self.ctx.progress(len(self.done), self.told[1], self.told[0])
+        self.ctx.progress(self.files, self.told[1], self.told[0])

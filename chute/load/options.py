@@ -20,9 +20,11 @@ METHOD_ALIASES = {"convert": "client-convert", "pass-through": "server-parse"}
 SPARE = ("server", "client")
 DEFAULT_SHARD_BY = "rand()"
 
-# A batch is one INSERT; smaller batches lose less work to a crash.
+# A batch is one INSERT; smaller batches lose less work to a crash. The bytes bound a batch of
+# big files; the count is high, so that many small files go in few batches (each batch costs a
+# dozen statements: stage, checks, books).
 DEFAULT_BATCH_BYTES = 256 * 1024 * 1024
-DEFAULT_BATCH_FILES = 64
+DEFAULT_BATCH_FILES = 10_000
 
 ProgressCallback = Callable[[int, int, int], None]
 """Called with (files done, rows so far, bytes done so far) after each batch and, while one

@@ -7,6 +7,7 @@ import functools
 import re
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from chute.engine import Settings
 from chute.errors import ChuteError
@@ -37,6 +38,9 @@ from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN, SOURCE_COLUMN
 from chute.units import Unit
+
+if TYPE_CHECKING:
+    from chute.load.squash import Squash
 
 ROW_FIX_BLOCK = 8192
 """Rows per parsed block for CSV/TSV with a header under parallel parsing (see `Reads.row_number`)."""
@@ -184,7 +188,12 @@ class Reads:
         return bool(rows and int(rows[0]["n"]))
 
     def selects(
-        self, batch: list[Unit], count_missing: bool = False, probe: bool = False, tagged: bool = False
+        self,
+        batch: list[Unit],
+        count_missing: bool = False,
+        probe: bool = False,
+        tagged: bool = False,
+        squash: Squash | None = None,
     ) -> list[str]:
         """The SELECTs that read a batch: one per stream the target takes (`tagged`: with each
         row's file in staging.SOURCE_COLUMN, for a table without `_source`).
@@ -203,7 +212,12 @@ class Reads:
             for fmt_name, units in by_format.items():
                 combined = self.ctx.source.combined_expression(units, "", fmt_name) if len(units) > 1 else None
                 read = functools.partial(
-                    self.select_sql, parallel=parallel, block=block, count_missing=count_missing, probe=probe
+                    self.select_sql,
+                    parallel=parallel,
+                    block=block,
+                    count_missing=count_missing,
+                    probe=probe,
+                    squash=squash,
                 )
                 if combined is None:
                     selects.extend(read([u], tagged=tagged) for u in units)
@@ -223,6 +237,7 @@ class Reads:
         count_missing: bool = False,
         probe: bool = False,
         tagged: bool = False,
+        squash: Squash | None = None,
     ) -> str:
         """Read `units` (one, or several that one file() call can read) with the table's types;
         with `fd`, the one unit's bytes from that descriptor (see `range_fd`). With
@@ -231,7 +246,9 @@ class Reads:
         With `count_missing`, the last column is the mask of the row's missing values
         (chute.load.missing). With `probe` (and no count), a missing value in a watched column
         fails the read (missing.sentinel). With `tagged`, the column before the mask is each
-        row's file (staging.SOURCE_COLUMN), whether or not the table keeps provenance."""
+        row's file (staging.SOURCE_COLUMN), whether or not the table keeps provenance. With `squash`,
+        several units are read from a temporary table it fills from their file() call
+        (chute.load.squash)."""
         unit = units[0]
         flags: list[tuple[int, str]] | None = [] if count_missing else None
         read_as, exprs, fits = self.typed_columns(unit, flag_unfit, flags, probe and not count_missing)
@@ -254,6 +271,8 @@ class Reads:
             combined = self.ctx.source.combined_expression(units, structure(read_as), fmt_name)
             assert combined is not None
             table_expr, per_file = combined
+            if squash is not None and per_file.get("_source") == "_path":
+                table_expr = squash.table(table_expr, read_as)
             provenance = self.provenance(unit, self.row_number(unit, parallel, block))
             provenance = {name: (per_file.get(name, expr), t) for name, (expr, t) in provenance.items()}
             source = per_file["_source"]

@@ -30,6 +30,12 @@ CAREFUL_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats whose bad rows can be told apart from good ones by a careful pass."""
 UNFIT_VALUE = re.compile(r"column .*: a value does not fit ")
 """chute's own check of a typed unit's values (chute.load.reads.Reads.checked_read) failed the read."""
+SPLIT_FILES = 64
+"""A failed batch of more files than this is split into parts (at most SPLIT_PARTS), each loaded
+as a batch of its own, before any file of it is set aside or any pass skips bad rows: those reload
+the rest of the batch at once, or read the batch a file at a time in one statement, which pays
+on a few dozen files, not on thousands (a batch of many small files, chute.load.plan.batches)."""
+SPLIT_PARTS = 16
 
 
 class Step(enum.Enum):
@@ -40,7 +46,7 @@ class Step(enum.Enum):
     DEFER_CULPRIT = "defer"
     """The engine named the file: it alone takes the slow way later; the rest load again now."""
     SPLIT = "split"
-    """Each file alone, to find the culprits; the good ones load."""
+    """Each file alone (a big batch: in parts, `split_parts`), to find the culprits; the good ones load."""
     ALONE = "alone"
     """One file: the careful pass where it can tell bad rows from good, else the unit fails."""
     CAREFUL = "careful"
@@ -81,6 +87,8 @@ class Recovery:
         full = isinstance(exc, OutOfSpace)
         if not exc.terminal or (full and len(batch) == 1):
             return Decision(Step.RAISE, error=exc)
+        if len(batch) > SPLIT_FILES:
+            return Decision(Step.SPLIT, error=exc)
         if not full and tolerant_fits:
             return Decision(Step.TOLERANT, error=exc)
         named = None if full else culprit(exc, batch)
@@ -89,6 +97,16 @@ class Recovery:
         if len(batch) > 1:
             return Decision(Step.SPLIT, error=exc)
         return Decision(Step.ALONE, batch[0], exc)
+
+    @staticmethod
+    def split_parts(batch: list[Unit]) -> list[list[Unit]]:
+        """The batches a failed batch splits into: each file alone, or for more than SPLIT_FILES
+        files, at most SPLIT_PARTS parts of at least SPLIT_FILES files (a part that fails again
+        splits again). One bad file among 10,000 costs two dozen batches, not 10,000."""
+        if len(batch) <= SPLIT_FILES:
+            return [[unit] for unit in batch]
+        size = max(SPLIT_FILES, -(-len(batch) // SPLIT_PARTS))
+        return [batch[i : i + size] for i in range(0, len(batch), size)]
 
     def source_failed(self, units: list[Unit], exc: ChuteError) -> bool:
         """A network failure reading remote units into this process's engine: the source's (a URL

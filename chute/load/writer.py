@@ -9,6 +9,7 @@ What fails after that goes to chute.load.recovery.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -23,6 +24,7 @@ from chute.load.outcome import batch_label
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, TRIM_SETTING, Parsed
 from chute.load.sizing import Sizing
+from chute.load.squash import Squash
 from chute.load.values import SENTINEL_TEXT
 from chute.nullcheck import NullsInFile
 from chute.targets.staging import MASK_COLUMN, SOURCE_COLUMN, copied_in
@@ -158,12 +160,16 @@ class Writer:
         # Several files into a table without `_source`: the stage counts each file's rows by a
         # column of its own (staging.SOURCE_COLUMN), dropped before the rows move in.
         tagged = by_source and not self.ctx.fill_provenance
-        selects = self.reads.selects(batch, count_missing=counting, probe=probe, tagged=tagged)
+        squash = Squash() if Squash.applies(self.ctx, batch) else None
+        selects = self.reads.selects(batch, count_missing=counting, probe=probe, tagged=tagged, squash=squash)
         selects = self.reads.grouped(selects, settings)
         fix_rows = self.reads.row_fix(batch) and self.reads.parallel_parsing(batch)
         missing: dict[str, tuple[int, int]] | None = {} if counting else None
         try:
-            with self.commit.nulls_guard(batch, check_off):
+            with (
+                self.commit.nulls_guard(batch, check_off),
+                squash.filled(self.ctx, settings, batch_label(batch)) if squash else contextlib.nullcontext(),
+            ):
                 counts = self.ctx.target.write_batch(
                     self.ctx.table,
                     self.ctx.insert_columns()

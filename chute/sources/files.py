@@ -28,6 +28,8 @@ from chute.sql import quote_str
 from chute.units import Unit
 
 _GLOB_CHARS = set("*?[{")
+_PLAIN_NAME_CHARS = frozenset(_GLOB_CHARS | {",", "}", "]", "\\"})
+"""Characters no name in a `{a,b}` list of file() may hold."""
 FINGERPRINT_BYTES = 64 * 1024
 """A file's fingerprint hashes this much of its start and of its end (the whole of a smaller file)."""
 
@@ -83,8 +85,40 @@ def _walk(directory: str, skipped: Skipped) -> list[str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         shown = [f for f in sorted(files) if not f.startswith((".", "_"))]
         skipped.hidden += len(files) - len(shown)
-        found.extend(os.path.join(root, f) for f in shown)
+        prefix = os.path.join(root, "")  # (one join a directory, not a file: 100,000 names)
+        found.extend(prefix + f for f in shown)
     return found
+
+
+class _Resolved:
+    """Files' resolved paths at one lstat a file (os.path.realpath looks at every component of
+    the path: 100,000 files cost 20 s on a busy machine): a file that is no symlink resolves as
+    its directory, resolved once, plus its name. Its lstat is its stat, kept in `stats`."""
+
+    def __init__(self) -> None:
+        self.directories: dict[str, str] = {}
+        self.stats: dict[str, os.stat_result] = {}
+
+    def path(self, path: str) -> str:
+        directory, _, name = path.rpartition("/")
+        if name in ("", ".", "..") or (not directory and path.startswith("/")):
+            return os.path.realpath(path)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return os.path.realpath(path)
+        if stat.S_ISLNK(st.st_mode):
+            return os.path.realpath(path)
+        real = self.directories.get(directory)
+        if real is None:
+            real = self.directories[directory] = os.path.realpath(directory or os.curdir).rstrip("/") + "/"
+        self.stats[path] = st
+        return real + name
+
+
+def _readable(st: os.stat_result, euid: int) -> bool:
+    """Readable by this process (effective user `euid`) for sure by its mode alone (os.access says the rest)."""
+    return euid == 0 or (st.st_uid == euid and bool(st.st_mode & stat.S_IRUSR))
 
 
 class FileSource(SourceBase, EngineRowNumbers):
@@ -108,12 +142,15 @@ class FileSource(SourceBase, EngineRowNumbers):
         self.format_override = format_override
         self.compression_override = compression_override
         self.split_bytes = split_bytes
-        self.known = frozenset(key.split("#bytes=", 1)[0] for key in known)
+        self.known = frozenset(key.split("#bytes=", 1)[0] if "#" in key else key for key in known)
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
         self._links: dict[str, str] = {}
         """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
         symlink to each in a private directory, named plainly, that the engine reads instead."""
         self._link_dir: str | None = None
+        self._stats: dict[str, os.stat_result] = {}
+        self._formats: dict[str, FileFormat] = {}
+        """Files' stat results, taken while their names were resolved (see `_stat`)."""
         self.notes: list[str] = []
         """For the report: what directory walks skipped, and why."""
         self._unreadable: dict[str, str] = {}
@@ -129,10 +166,11 @@ class FileSource(SourceBase, EngineRowNumbers):
                 here = Skipped()
                 listed = _walk(pattern, here)
                 if not self.format_override:
-                    unknown = [p for p in listed if not known_extension(p)]
+                    known = [known_extension(p) for p in listed]
+                    unknown = [p for p, k in zip(listed, known, strict=True) if not k]
                     here.unknown += len(unknown)
                     here.example = os.path.basename(unknown[0]) if unknown else ""
-                    listed = [p for p in listed if known_extension(p)]
+                    listed = [p for p, k in zip(listed, known, strict=True) if k] if unknown else listed
                 if not listed:  # loading nothing is no success: a wrong directory, or --format missing
                     why = here.notes()[0].replace("in directories, skipped", "; skipped") if here.notes() else ""
                     raise SourceError(f"{pattern}: no file to load{why}")
@@ -155,26 +193,39 @@ class FileSource(SourceBase, EngineRowNumbers):
         # A file is known by its resolved path: reached through a symlinked directory or file
         # it is the same unit (and the same ledger row) as through its own path.
         unique: dict[str, None] = {}
+        resolved = _Resolved()
         for p in paths:
-            full = self._key(p)
-            if not any(os.path.realpath(p).startswith(prefix) for prefix in self.exclude):
+            real = resolved.path(p)
+            if not any(real.startswith(prefix) for prefix in self.exclude):
+                full = self._key(p, real)
                 unique.setdefault(full, None)
                 if os.path.islink(p) and not os.path.exists(p):
                     self._dangling[full] = p
+                if full == real and p in resolved.stats:
+                    self._stats[full] = resolved.stats[p]
         return list(unique)
 
-    def _key(self, path: str) -> str:
+    def _key(self, path: str, real: str | None = None) -> str:
         """The resolved path; but the path as given (made absolute) where the ledger knows the
         file by that name only (loaded by a chute that did not resolve symlinks)."""
-        real, given = os.path.realpath(path), os.path.abspath(path)
-        return given if given != real and given in self.known and real not in self.known else real
+        real = real or os.path.realpath(path)
+        if not self.known or real in self.known:
+            return real
+        given = os.path.abspath(path)
+        return given if given != real and given in self.known else real
+
+    def _stat(self, path: str) -> os.stat_result:
+        """`os.stat(path)`, taken while the names were resolved where it was (one call a file)."""
+        found = self._stats.pop(path, None)
+        return found if found is not None else os.stat(path)
 
     def units(self) -> list[Unit]:
         units = []
         seen: dict[tuple[int, int], str] = {}
+        euid = os.geteuid()
         for path in self._paths():
             try:
-                st = os.stat(path)
+                st = self._stat(path)
             except OSError as exc:  # (a dangling symlink; a file gone since the listing)
                 link = self._dangling.get(path)
                 why = f"{link}: a symlink to {path}, which does not exist" if link else f"{path}: {exc.strerror}"
@@ -187,10 +238,10 @@ class FileSource(SourceBase, EngineRowNumbers):
             if not stat.S_ISREG(st.st_mode):
                 units.append(self._unreadable_unit(path, f"{path}: not a regular file", st))
                 continue
-            if not os.access(path, os.R_OK):
+            if not _readable(st, euid) and not os.access(path, os.R_OK):
                 units.append(self._unreadable_unit(path, f"{path}: permission denied", st))
                 continue
-            fmt = detect(path, self.format_override, self.compression_override)
+            fmt = self._detect(path)
             if self._splits(fmt, st.st_size):
                 assert self.split_bytes is not None
                 for start, end in split_points(path, fmt.format, st.st_size, self.split_bytes):
@@ -233,6 +284,18 @@ class FileSource(SourceBase, EngineRowNumbers):
             return fingerprint(path, start, end)
         except OSError as exc:
             raise SourceError(f"{path}: {exc.strerror}") from None
+
+    def _detect(self, path: str) -> FileFormat:
+        """`detect`, once per file name ending (everything after the name's first dot)."""
+        name = path.rsplit("/", 1)[-1]
+        dot = name.find(".")
+        if dot < 0:
+            return detect(path, self.format_override, self.compression_override)
+        ending = name[dot:].lower()
+        fmt = self._formats.get(ending)
+        if fmt is None:
+            fmt = self._formats[ending] = detect(path, self.format_override, self.compression_override)
+        return fmt
 
     def _splits(self, fmt: FileFormat, size: int) -> bool:
         return (
@@ -290,7 +353,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         names = [os.path.basename(u.key) for u in units]
         if (
             any(os.path.dirname(u.key) != directory or u.fmt != units[0].fmt for u in units)
-            or any(c in _GLOB_CHARS | {",", "}", "]", "\\"} for c in directory + "".join(names))
+            or not _PLAIN_NAME_CHARS.isdisjoint(directory + "".join(names))
             or "'" in directory + "".join(names)
         ):
             return None
