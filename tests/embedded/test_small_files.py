@@ -107,3 +107,18 @@ def test_the_engine_takes_statements_over_256_kib(target: str) -> None:
     engine = open_engine(target)
     names = ", ".join(f"'{i:0200d}'" for i in range(2000))  # about 400 KiB
     assert engine.rows(f"SELECT length([{names}]) AS n")[0]["n"] == 2000
+
+
+def test_many_small_csv_files_with_a_header_number_their_rows(tmp_path: Path, target: str, squashed: list[int]) -> None:
+    directory = tmp_path / "c"
+    directory.mkdir()
+    for i in range(40):
+        (directory / f"f{i:03d}.csv").write_text("id,name\n" + "".join(f"{i * 3 + j},n{j}\n" for j in range(3)))
+    report = chute.load([str(directory)], table="t", target=target)
+    assert (report.files_loaded, report.rows_loaded) == (40, 120)
+    assert squashed
+    got = open_engine(target).rows(
+        "SELECT count() AS n, countIf(_source_row = id % 3 + 1) AS right, min(_source_row) AS lo, "
+        "max(_source_row) AS hi FROM t"
+    )[0]
+    assert got == {"n": 120, "right": 120, "lo": 1, "hi": 3}
