@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import hashlib
 import os
@@ -260,8 +261,9 @@ class FileSource(SourceBase, EngineRowNumbers):
                 continue
             try:
                 print_ = fingerprint(path, 0, st.st_size)
-            except OSError as exc:  # (unreadable since it was listed: it fails alone)
-                units.append(self._unreadable_unit(path, f"{path}: {exc.strerror or exc}", st))
+            except OSError as exc:  # (unreadable, the mode bits said otherwise, or since the listing)
+                why = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc))
+                units.append(self._unreadable_unit(path, f"{path}: {why}", st))
                 continue
             units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt, fingerprint=print_))
         if units and all(u.key in self._unreadable for u in units):

@@ -265,6 +265,8 @@ def _command(endpoint: str, db: Path) -> list[str]:
         endpoint,
         "--batch-mb",
         "1",
+        "--batch-files",  # several batches, so that a kill can land between two of them
+        "2",
         "--quiet",
     ]
 
