@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import textwrap
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from chute import __version__
-from chute.load import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_FILES, METHODS, ON_CHANGE
-from chute.load.claims import DEFAULT_LEASE_SECONDS
+from chute.cli.arguments import ENDS_HELP, TARGET_HELP, command, target_options
+from chute.cli.load_arguments import load_parser
 
 
 class ArgsError(Exception):
@@ -28,9 +27,9 @@ class Parser(argparse.ArgumentParser):
     """The option strings the command line may use (this command's and the global ones)."""
 
     def error(self, message: str) -> NoReturn:
-        raise ArgsError(self._unknown_command() or self._unknown_option() or _command_guess(self, message) or message)
+        raise ArgsError(self._unknowncommand() or self._unknown_option() or _command_guess(self, message) or message)
 
-    def _unknown_command(self) -> str | None:
+    def _unknowncommand(self) -> str | None:
         """A mistyped command is named first: its options are unknown only because the command is."""
         commands = list(subparsers(self))
         word = next((w for w in self.argv if not w.startswith("-")), "")
@@ -93,36 +92,12 @@ def arm(parser: Parser, argv: Sequence[str]) -> None:
             sub.argv, sub.known = argv, _option_strings(sub) + _option_strings(parser)
 
 
-def _command(sub: Any, name: str, summary: str, examples: str, description: str = "") -> argparse.ArgumentParser:
-    """A subcommand with its one-line summary, a description and examples."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name,
-        help=summary,
-        description=textwrap.fill(f"{summary[0].upper()}{summary[1:]}. {description}".strip(), 79),
-        epilog="examples:\n" + "".join(f"  {line}\n" for line in examples.strip().splitlines()),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    return parser
-
-
-def _target_options(p: argparse.ArgumentParser, target_help: str) -> None:
-    p.add_argument("--target", help=target_help)
-    p.add_argument("--password-file", metavar="FILE", help="file holding the server password (server targets)")
-    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (https targets)")
-
-
-TARGET_HELP = (
-    "embedded database directory, or http(s)://[user[:password]@]host:port[/database] "
-    "(default $CHUTE_TARGET, else a server from $CLICKHOUSE_HOST, else ./chute.db)"
-)
-
-
 def build_parser() -> Parser:
     parser = Parser(prog="chute", description="Fast, exactly-once bulk loads into ClickHouse.")
     parser.add_argument("--version", action="version", version=f"chute {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _load_parser(sub)
+    load_parser(sub)
     _export_parser(sub)
     _copy_parser(sub)
     _design_parser(sub)
@@ -131,180 +106,13 @@ def build_parser() -> Parser:
     _forget_parser(sub)
     _query_parser(sub)
     _time_queries_parser(sub)
-    for command in sub.choices.values():  # after the command too (`chute load ... --debug`)
-        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    for each in sub.choices.values():  # after the command too (`chute load ... --debug`)
+        each.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return parser
 
 
-def _load_parser(sub: Any) -> None:
-    p = _command(
-        sub,
-        "load",
-        "load files into a table, exactly once",
-        """
-chute load data/ --table events              # every known file under data/, into ./chute.db
-chute load 'logs/**/*.json.gz' -t logs --target http://localhost:8123
-chute load s3://bucket/events/ -t events --s3-endpoint http://127.0.0.1:9000
-chute load postgresql://me@db:5432/shop/orders -t orders --cursor updated_at
-chute load kafka://broker:9092/clicks -t clicks --follow
-""",
-        "Re-running the same command loads only what is new: the ledger in the target remembers "
-        "every file (path, size, mtime) that was loaded.",
-    )
-    p.add_argument(
-        "sources",
-        nargs="+",
-        metavar="SOURCE",
-        help="files, directories, globs (** and {a,b}); s3://bucket/prefix/**; http(s):// URLs; "
-        "hdfs://namenode:port/path; postgresql:// or mysql://user@host:port/db/table; "
-        "kafka://broker:port/topic",
-    )
-    p.add_argument("--table", "-t", required=True, help="table or db.table")
-    _target_options(p, TARGET_HELP)
-    p.add_argument("--connections", type=int, default=2, help="parallel connections to a server (default 2)")
-    p.add_argument("--format", help="json, csv, tsv, parquet, native, orc, avro, arrow (default: by extension)")
-    p.add_argument("--compression", help="gzip, zstd, xz, lz4, none (default: by extension; bz2 files fail: no reader)")
-    p.add_argument("--delimiter", help="CSV field delimiter, one character")
-    header = p.add_mutually_exclusive_group()
-    header.add_argument(
-        "--header",
-        dest="header",
-        action="store_true",
-        default=None,
-        help="CSV/TSV: the first line names the columns (default: detected by the rows' types; a file whose "
-        "every column is text is read without one)",
-    )
-    header.add_argument("--no-header", dest="header", action="store_false", help="CSV/TSV: every line is a row")
-    p.add_argument("--workers", type=int, help="engine threads (default: the cores this process may use)")
-    p.add_argument(
-        "--worker-id",
-        dest="worker_id",
-        metavar="NAME",
-        help="this process's name in the claims of a server target, where several chute processes share "
-        "one job (default host:pid)",
-    )
-    p.add_argument(
-        "--lease-seconds",
-        type=int,
-        default=DEFAULT_LEASE_SECONDS,
-        help=f"how long a claim of a worker that stopped answering holds its files (default {DEFAULT_LEASE_SECONDS})",
-    )
-    p.add_argument("--order-by", default="tuple()", help="ORDER BY of a new table (default tuple())")
-    p.add_argument("--partition-by", help="PARTITION BY of a new table")
-    p.add_argument("--no-provenance", action="store_true", help="no _source/_source_mtime/_source_row/_load_id")
-    p.add_argument("--add-columns", action="store_true", help="add input fields the table lacks")
-    p.add_argument("--on-change", choices=ON_CHANGE, default="skip", help="a loaded file changed (default skip)")
-    p.add_argument(
-        "--batch-mb",
-        type=int,
-        default=DEFAULT_BATCH_BYTES // 2**20,
-        help=f"MiB of input per insert batch (default {DEFAULT_BATCH_BYTES // 2**20})",
-    )
-    p.add_argument(
-        "--batch-files",
-        type=int,
-        default=DEFAULT_BATCH_FILES,
-        help=f"files per insert batch at most (default {DEFAULT_BATCH_FILES}; into a server, a worker alone on a job "
-        "takes its files in two batches, else in eight)",
-    )
-    p.add_argument(
-        "--method",
-        choices=METHODS,
-        default="auto",
-        help="server targets: client-convert (the engine here parses and sends Native), server-parse (files "
-        "sent as they are, the server parses them, provenance from the stage's defaults), server-side (the "
-        "server reads http(s) URLs and s3:// objects itself), or auto (picks from formats, sizes and cores; "
-        "the report says which ran and why); convert and pass-through are the old names",
-    )
-    spare = p.add_mutually_exclusive_group()
-    spare.add_argument(
-        "--spare-server",
-        dest="spare",
-        action="store_const",
-        const="server",
-        help="with --method auto: parse here, leave the server's cores to its queries",
-    )
-    spare.add_argument(
-        "--spare-client",
-        dest="spare",
-        action="store_const",
-        const="client",
-        help="with --method auto: let the server parse every file it can (chute checks its integers and dates)",
-    )
-    p.add_argument(
-        "--cluster",
-        metavar="NAME",
-        help="the server's cluster: a new table is made on every node (NAME_local replicated, the table "
-        "Distributed), and so are the ledger and rejects; s3:// sources are read by its nodes (s3Cluster)",
-    )
-    p.add_argument(
-        "--shard-by",
-        metavar="EXPR",
-        default="rand()",
-        help="with --cluster: the sharding key of the Distributed table chute makes (default rand())",
-    )
-    p.add_argument(
-        "--insert-via-distributed",
-        action="store_true",
-        help="into a Distributed table sharded by a key: send each batch once, to the target node, whose "
-        "Distributed engine routes the rows into each shard's stage (every node of every shard must answer)",
-    )
-    p.add_argument(
-        "--allow-missing-shards",
-        action="store_true",
-        help="into a Distributed table with a random key (rand()): load into the shards chute reaches when "
-        "another does not answer (a note names it); without it the load fails",
-    )
-    p.add_argument(
-        "--node",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="a node of the cluster, http(s)://host:port (repeatable): where a Distributed table's shards are "
-        "written (default: the cluster's hosts at the target's port)",
-    )
-    p.add_argument("--design", help="a new table's layout: 'auto' (measured, see `chute design`) or FILE.sql")
-    p.add_argument(
-        "--max-errors",
-        help="bad rows allowed per file: a count (10) or a share (0.1%%); default: a file fails when more than "
-        "100 and more than 10%% of its rows are bad",
-    )
-    p.add_argument("--strict", action="store_true", help="no bad row allowed: such a file fails whole")
-    p.add_argument(
-        "--split-size",
-        help="load uncompressed CSV/TSV/JSON-lines files bigger than twice this as byte ranges of about this "
-        "size, each resumable (default a sixteenth of --memory-limit, not into partitioned tables; 0 = never)",
-    )
-    p.add_argument("--split-by", help="database sources: the column whose ranges make the units (default: primary key)")
-    p.add_argument(
-        "--where", help="database sources: a filter every unit applies (ClickHouse SQL over the source's columns)"
-    )
-    p.add_argument("--cursor", help="database sources: a growing column (updated_at); load rows past the last loaded")
-    p.add_argument("--group", help="kafka sources: a consumer group whose offsets chute commits (information only)")
-    p.add_argument("--start", help="kafka sources: where unknown partitions start: earliest (default), latest, a time")
-    p.add_argument(
-        "--avro-schema", metavar="FILE", help="kafka sources, --format avro|avro-confluent: the writer's .avsc schema"
-    )
-    p.add_argument("--batch-messages", type=int, help="kafka sources: messages per unit (default about 16 MiB)")
-    p.add_argument(
-        "--follow",
-        action="store_true",
-        help="kafka sources: keep loading new messages until SIGINT/SIGTERM (each pass a bounded load)",
-    )
-    p.add_argument("--s3-endpoint", help="s3:// sources: an S3-compatible endpoint, http(s)://host:port")
-    p.add_argument(
-        "--memory-limit",
-        help="memory for one batch, e.g. 1GB (default a quarter of RAM); sorting by partition spills to disk "
-        "past half of it, big text files load in ranges of a sixteenth of it",
-    )
-    p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
-    p.add_argument(
-        "--quiet", "-q", action="store_true", help="only errors and warnings: no progress, no DDL, no report"
-    )
-
-
 def _export_parser(sub: Any) -> None:
-    e = _command(
+    e = command(
         sub,
         "export",
         "write a table or query to files, one per partition, in parallel",
@@ -323,13 +131,13 @@ chute export 'SELECT * FROM events WHERE day = today()' s3://bucket/daily/ --for
     e.add_argument("--max-file-size", help="start a new file past this size (e.g. 256MB, 1GB)")
     e.add_argument("--workers", type=int, help="partitions written at once (default: the cores this process may use)")
     e.add_argument("--s3-endpoint", help="s3:// destinations: an S3-compatible endpoint, http(s)://host:port")
-    _target_options(e, "where the table is: " + TARGET_HELP)
+    target_options(e, "where the table is: " + TARGET_HELP)
     e.add_argument("--json", action="store_true", help="print one JSON object as the report")
     e.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
 
 
 def _copy_parser(sub: Any) -> None:
-    c = _command(
+    c = command(
         sub,
         "copy",
         "copy a table between servers and embedded databases, partition by partition, verified",
@@ -402,11 +210,8 @@ chute copy events --from ./local.db --to http://new:8123/db --as events_2024
     c.add_argument("--quiet", "-q", action="store_true", help="no progress, only errors")
 
 
-ENDS_HELP = "an embedded database directory, or http(s)://[user[:password]@]host:port[/database]"
-
-
 def _design_parser(sub: Any) -> None:
-    d = _command(
+    d = command(
         sub,
         "design",
         "propose a table layout, measured on a sample",
@@ -428,7 +233,7 @@ chute design 'logs/*.csv.gz' --enums --time-budget 30
 
 
 def _bench_parser(sub: Any) -> None:
-    b = _command(
+    b = command(
         sub,
         "bench",
         "time every load method that fits your data and target",
@@ -438,7 +243,7 @@ chute bench 'data/*.parquet' --chart bench.html
 """,
     )
     b.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to load, as for load")
-    _target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
+    target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
     b.add_argument("--format", help="input format, as for load (default: by extension)")
     b.add_argument("--compression", help="input compression, as for load (default: by extension)")
     b.add_argument("--chart", metavar="FILE", help="write a chart: .png (needs matplotlib) or .html")
@@ -446,7 +251,7 @@ chute bench 'data/*.parquet' --chart bench.html
 
 
 def _status_parser(sub: Any) -> None:
-    s = _command(
+    s = command(
         sub,
         "status",
         "the ledger: state of every loaded file",
@@ -465,7 +270,7 @@ chute status --table events --target http://node1:8123 --node http://node3:8123 
         "load, the size and mtime recorded, and whether a load skips it now",
     )
     s.add_argument("--table", "-t", help="only this table (default: all tables)")
-    _target_options(s, TARGET_HELP)
+    target_options(s, TARGET_HELP)
     s.add_argument(
         "--node",
         action="append",
@@ -482,7 +287,7 @@ chute status --table events --target http://node1:8123 --node http://node3:8123 
 
 
 def _forget_parser(sub: Any) -> None:
-    f = _command(
+    f = command(
         sub,
         "forget",
         "forget loaded files, so that the next load loads them again",
@@ -498,7 +303,7 @@ chute forget 'logs/2026-11-*.json.gz' -t logs --target http://localhost:8123
         "sources", nargs="+", metavar="FILE", help="files, directories or globs (** and {a,b}), or URLs, as loaded"
     )
     f.add_argument("--table", "-t", required=True, help="the table they were loaded into (table or db.table)")
-    _target_options(f, TARGET_HELP)
+    target_options(f, TARGET_HELP)
     f.add_argument(
         "--keep-rows",
         action="store_true",
@@ -508,7 +313,7 @@ chute forget 'logs/2026-11-*.json.gz' -t logs --target http://localhost:8123
 
 
 def _query_parser(sub: Any) -> None:
-    q = _command(
+    q = command(
         sub,
         "query",
         "run SQL in the target",
@@ -518,14 +323,14 @@ chute query 'SELECT * FROM events LIMIT 10' --format JSONEachRow --target http:/
 """,
     )
     q.add_argument("sql", metavar="SQL", help="one SQL statement")
-    _target_options(q, TARGET_HELP)
+    target_options(q, TARGET_HELP)
     q.add_argument(
         "--format", default=None, help="engine output format (default PrettyCompact on a terminal, TSV otherwise)"
     )
 
 
 def _time_queries_parser(sub: Any) -> None:
-    tq = _command(
+    tq = command(
         sub,
         "time-queries",
         "time every .sql file in a directory, from the engine's query log",
@@ -535,6 +340,6 @@ chute time-queries queries/ --target http://localhost:8123 --json
 """,
     )
     tq.add_argument("directory", metavar="DIR_OF_SQL", help="one query per .sql file, run in name order")
-    _target_options(tq, TARGET_HELP)
+    target_options(tq, TARGET_HELP)
     tq.add_argument("--tries", type=int, default=3, help="measured runs per query, after one warm-up (default 3)")
     tq.add_argument("--json", action="store_true", help="print one JSON object as the report")
