@@ -20,10 +20,7 @@ def test_copy_through_s3(clickhouse_server, monkeypatch: pytest.MonkeyPatch) -> 
     server = S3Server.create()
     try:
         server.start()
-        for name in ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.access_key)
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret_key)
+        server.credentials_in(monkeypatch)
         ends = []
         for _ in range(2):
             database = f"test_{uuid.uuid4().hex[:10]}"

@@ -26,10 +26,7 @@ def test_export_to_s3_and_load_it_back(tmp_path: Path, target: str, monkeypatch:
     server = S3Server.create()
     try:
         server.start()
-        for name in ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.access_key)
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret_key)
+        server.credentials_in(monkeypatch)
         _make_source(target)
         dest = f"s3://{server.bucket}/exports/src"
         opts = ExportOptions(partition_by="toYYYYMM(ts)", s3_endpoint=server.endpoint)

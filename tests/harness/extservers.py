@@ -444,6 +444,14 @@ class S3Server(_Server):
     secret_key: str = S3_SECRET_KEY
     name: ClassVar[str] = "versitygw"
 
+    def credentials_in(self, monkeypatch: Any) -> None:
+        """This server's keys as the AWS environment (`monkeypatch`: pytest's), with no session
+        token or endpoint of the machine's own left to override them."""
+        for name in ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", self.access_key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", self.secret_key)
+
     @staticmethod
     def missing() -> str | None:
         return None if os.access(versitygw_binary(), os.X_OK) else _install_hint("s3")
