@@ -94,8 +94,9 @@ def place_range(ctx: LoadContext, unit: Unit, plan: Plan) -> bool:
 
 
 def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[Unit]]:
-    """Units of one format, together up to --batch-mb and the file count; units a server
-    reads itself, units read by one thread and byte ranges go alone.
+    """Units of one format, together up to --batch-mb (or less, where the source says:
+    Kafka) and the file count; units a server reads itself, units read by one thread and
+    byte ranges go alone.
 
     Many small files go in few batches: each batch costs about a dozen statements
     (stage, checks, books) whatever its size, so the count is high (--batch-files,
@@ -104,6 +105,7 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
     current: list[Unit] = []
     size = names = 0
     files = ctx.opts.batch_files
+    batch_bytes = min(ctx.opts.batch_bytes, ctx.source.batch_bytes or ctx.opts.batch_bytes)
     name_bytes = SERVER_NAME_BYTES if ctx.target.is_server else None
     if ctx.claims is not None:
         # Other workers may share the job: enough batches for each to take some.
@@ -126,7 +128,7 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
         if current and (
             unit.fmt != current[0].fmt
             or len(current) >= files
-            or size + unit.size > ctx.opts.batch_bytes
+            or size + unit.size > batch_bytes
             or (name_bytes is not None and names + len(unit.key) > name_bytes)
             or (passed and len(current) >= parsed_files)
             or not (together or (stageable and not passed))

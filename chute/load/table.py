@@ -188,11 +188,15 @@ class TableSetup:
         """The first file's columns and those of up to INFER_FILES - 1 files spread over the rest
         (INFER_MORE_ROWS rows of each), as one list (schema.union_columns): a field that appears
         only in later files is a column too. A file that cannot be read here is left to its load.
-        The files read and their columns are added to `sampled`."""
+        The files read and their columns are added to `sampled`. A source that fetches its units'
+        bytes itself (Kafka: `batch_bytes`) is sampled within its first batch only: units spread
+        over a whole topic would all be fetched before the first row loads."""
         per_file = [columns]
         # Byte ranges of a big file are not files of their own: read without its header they
         # would name their fields c1, c2, ...
         rest = [u for u in rest if not u.is_range]
+        if self.ctx.source.batch_bytes:
+            rest = _first_batch(first, rest, self.ctx.source.batch_bytes)
         for index in spread(len(rest), INFER_FILES - 1)[: INFER_FILES - 1]:
             unit = rest[index]
             if unit.fmt.format != first.fmt.format or self.ctx.source.declared_columns(unit) is not None:
@@ -417,3 +421,13 @@ def _positional(fields: list[Column], header: list[str]) -> bool:
     """The engine named a CSV/TSV file's fields c1, c2, ...: it found no header line."""
     names = [f.name for f in fields]
     return names == [f"c{i}" for i in range(1, len(names) + 1)] and names != header
+
+
+def _first_batch(first: Unit, rest: list[Unit], limit: int) -> list[Unit]:
+    """The units of `rest` that fit, after `first`, in `limit` bytes (by their sizes)."""
+    size = first.size
+    for count, unit in enumerate(rest):
+        size += unit.size
+        if size > limit:
+            return rest[:count]
+    return rest

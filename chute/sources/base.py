@@ -62,6 +62,9 @@ def provenance_by_path(source_sql: str, paths: list[str], units: list[Unit]) -> 
 class Source(Protocol):
     """A set of units plus the SQL that reads them."""
 
+    batch_bytes: int | None
+    """Input bytes per batch at most (None: --batch-mb alone decides)."""
+
     def units(self) -> list[Unit]:
         """List the units, cheaply (no row is read)."""
         ...
@@ -140,6 +143,10 @@ class SourceBase:
     `RowPositions`) are not here: a source has them or not."""
 
     notes: Sequence[str] = ()
+    batch_bytes: int | None = None
+    """Input bytes per batch at most, below --batch-mb, for a source that holds its units'
+    bytes itself (Kafka): bounded batches keep its memory bounded and let it fetch the next
+    batch while the engine loads this one."""
 
     def scrub(self, text: str) -> str:
         return text

@@ -153,6 +153,34 @@ def test_bounded_load_rerun_and_new_messages(broker: KafkaBroker, target: str) -
     assert str(mtimes["lo"]) > "2000"  # the messages' own time
 
 
+def test_small_batches_hold_every_message_once(
+    broker: KafkaBroker, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches bounded in bytes (KafkaSource.batch_bytes): many INSERTs, each committed with its
+    ledger rows, the next fetched meanwhile; every message once, with its offset and key."""
+    import chute.load.loader
+    from chute.sources.kafka import KafkaSource
+
+    seen: list[list[int]] = []
+    planned = chute.load.loader.batches
+
+    def recorded(*args: Any) -> Any:
+        found = planned(*args)
+        seen.append([len(b) for b in found])
+        return found
+
+    monkeypatch.setattr(chute.load.loader, "batches", recorded)
+    monkeypatch.setattr(KafkaSource, "batch_bytes", 40_000)  # about two units of 400 messages
+    topic = _topic(broker)
+    placed = _produce(broker, topic, _events(0, 6000))
+    report = _load(topic, broker, target)
+    assert report.ok and report.rows_loaded == 6000
+    assert len(seen) == 1 and len(seen[0]) >= 5 and max(seen[0]) <= 3, seen
+    rows = _rows(target, columns="id, _source_key")
+    assert {place: row["id"] for place, row in rows.items()} == {p: i for i, p in enumerate(placed)}
+    assert all(row["_source_key"] == str(row["id"]) for row in rows.values())
+
+
 def test_bad_messages_go_to_rejects_with_their_offsets(broker: KafkaBroker, target: str) -> None:
     topic = _topic(broker)
     first = _produce(broker, topic, _events(0, 500))

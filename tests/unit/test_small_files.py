@@ -66,6 +66,18 @@ def test_the_bytes_still_bound_a_batch_of_bigger_files() -> None:
     assert {len(b) for b in found} == {2}
 
 
+def test_a_source_that_holds_its_bytes_caps_the_batch_below_batch_mb() -> None:
+    """Kafka holds each unit's messages in memory: its batches stay at its own bound, so
+    memory does not grow with the topic, and --batch-mb can still make them smaller."""
+    ctx = _ctx()
+    ctx.source.batch_bytes = 64 * 2**20  # type: ignore[misc]
+    found = batches(ctx, Methods(ctx), _units(12, size=16 * 2**20))
+    assert [len(b) for b in found] == [4, 4, 4]
+    ctx = _ctx(batch_bytes=32 * 2**20)
+    ctx.source.batch_bytes = 64 * 2**20  # type: ignore[misc]
+    assert {len(b) for b in batches(ctx, Methods(ctx), _units(12, size=16 * 2**20))} == {2}
+
+
 def test_into_a_server_a_batch_names_its_units_in_under_128_kib() -> None:
     """A server's claims and books list every unit of a batch in one statement (18.16 parses 256 KiB)."""
     ctx = _ctx(server=True, method="client-convert")

@@ -20,7 +20,9 @@ reads through `url()` from the loopback server in ranges.py, as often as the
 loader asks (inference, load, careful pass). Python never parses a message.
 Buffers live in a cache (memory, then spill files) and are fetched again if
 they were dropped; units are fetched ahead of the loader in a thread, so
-fetching overlaps with the engine's work.
+fetching overlaps with the engine's work. The loader's batches stay below
+`KafkaSource.batch_bytes` (64 MiB): the engine loads one while the next is
+fetched, and memory does not grow with the topic (docs/internals/kafka.md).
 
 Row numbers: `_source_row` is the message's offset. Offsets have no gaps in
 most topics, and the offset is then `START + _row_number`; where a unit has

@@ -31,7 +31,17 @@ def avro_header(schema: str, sync: bytes) -> bytes:
 
 
 def escape_keys(keys: list[bytes | None]) -> bytes:
-    """Keys as one TSV column of Nullable(String): `\\N` for a missing key, the rest escaped."""
+    """Keys as one TSV column of Nullable(String): `\\N` for a missing key, the rest escaped.
+
+    Without keys (the common case) one C-level repeat; keys without newlines one join and
+    escape; only a mix of missing keys and keys goes key by key."""
+    missing = keys.count(None)
+    if missing == len(keys):
+        return b"\\N\n" * missing
+    if not missing:
+        joined = b"\n".join(keys)  # type: ignore[arg-type]  # (no None among them)
+        if joined.count(b"\n") == len(keys) - 1:
+            return _escape_raw(joined) + b"\n"
     return b"".join(b"\\N\n" if k is None else _escape_raw(k).replace(b"\n", b"\\n") + b"\n" for k in keys)
 
 

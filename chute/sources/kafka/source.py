@@ -31,12 +31,17 @@ RAW_COLUMN = "message"
 KEY_COLUMN = ("_source_key", "Nullable(String)")
 """The message key: a provenance column of Kafka loads (null for messages without a key)."""
 
-MEMORY_CACHE = 128 * 2**20
-"""Buffers kept in memory; past this they go to spill files (read with sendfile)."""
+BATCH_BYTES = 64 * 2**20
+"""Messages per loader batch (one INSERT, one commit of rows and ledger together), at most, by
+the units' estimated sizes: the engine loads one batch while the next is fetched, and neither
+grows with the topic (docs/internals/kafka.md)."""
+MEMORY_CACHE = 2 * BATCH_BYTES
+"""Buffers kept in memory: the batch being loaded and the next; past this they go to spill
+files (read with sendfile)."""
 DISK_CACHE = 4 * 2**30
 """Spilled buffers kept; the least recently used are dropped (and fetched again if asked for)."""
-PREFETCH_BYTES = 256 * 2**20
-"""Fetched ahead of what the loader asked for last (by the units' estimated sizes)."""
+PREFETCH_BYTES = BATCH_BYTES
+"""Fetched ahead of the unit the loader asked for last (by the units' estimated sizes): one batch."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,8 @@ atexit.register(close_all)
 class KafkaSource(SourceBase, RowPositions):
     """Kafka topics as units of offsets; the engine reads each unit's messages from memory."""
 
+    batch_bytes: int | None = BATCH_BYTES
+
     def __init__(self, patterns: list[str], options: SourceOptions) -> None:
         if not patterns:
             raise UsageError("no source given")
@@ -140,7 +147,7 @@ class KafkaSource(SourceBase, RowPositions):
         self._cache = _Cache()
         self._futures: dict[str, Future[Fetched]] = {}
         self._urls: dict[str, _UnitUrls] = {}
-        self._requested = -1  # the furthest unit (in plan order) the loader asked for
+        self._requested = -1  # the unit (in plan order) the loader asked for last
         self._wake = threading.Condition(self._lock)
         self._prefetch: threading.Thread | None = None
         self._closed = False
@@ -269,12 +276,14 @@ class KafkaSource(SourceBase, RowPositions):
                         os.remove(entry.path)
 
     def _asked(self, unit: Unit) -> None:
-        """The loader wants `unit`: note how far it got and keep the fetcher ahead of it."""
+        """The loader wants `unit`: the fetcher keeps PREFETCH_BYTES ahead of it. The unit
+        asked last, not the furthest: inference samples units far ahead before the first
+        batch, and the fetcher must not take that for where the load is."""
         with self._lock:
             plan = self._plans.get(unit.key)
             if plan is None:
                 raise SourceError(f"{unit.key}: not a unit of this load")
-            if plan.index > self._requested:
+            if plan.index != self._requested:
                 self._requested = plan.index
                 self._wake.notify_all()
             if self._prefetch is None and not self._closed:
