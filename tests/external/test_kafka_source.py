@@ -158,18 +158,18 @@ def test_small_batches_hold_every_message_once(
 ) -> None:
     """Batches bounded in bytes (KafkaSource.batch_bytes): many INSERTs, each committed with its
     ledger rows, the next fetched meanwhile; every message once, with its offset and key."""
-    import chute.load.loader
+    from chute.load import loader
     from chute.sources.kafka import KafkaSource
 
     seen: list[list[int]] = []
-    planned = chute.load.loader.batches
+    planned = loader.batches
 
     def recorded(*args: Any) -> Any:
         found = planned(*args)
         seen.append([len(b) for b in found])
         return found
 
-    monkeypatch.setattr(chute.load.loader, "batches", recorded)
+    monkeypatch.setattr(loader, "batches", recorded)
     monkeypatch.setattr(KafkaSource, "batch_bytes", 40_000)  # about two units of 400 messages
     topic = _topic(broker)
     placed = _produce(broker, topic, _events(0, 6000))
