@@ -17,9 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
-from chute.load.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
-from chute.load.reasons import bad_conditions, nested_reasons, present_at, range_reasons, value_at
-from chute.load.values import (
+from chute.load.checks.column import (
     array_element,
     conversion,
     default_of,
@@ -27,6 +25,8 @@ from chute.load.values import (
     read_type,
     strip_wrappers,
 )
+from chute.load.checks.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
+from chute.load.checks.reasons import bad_conditions, nested_reasons, present_at, range_reasons, value_at
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
@@ -64,7 +64,7 @@ class CheckedRows:
         row's `_source_row`, which `row_of` makes of the record's 1-based position (for a
         byte range of a bigger file: plus the rows before it; for Kafka: the offset).
         `count_missing` (JSON parsed so, see check_json_lines): the last column is the mask
-        of the row's missing values (chute.load.missing)."""
+        of the row's missing values (chute.load.checks.missing)."""
         flags: list[tuple[int, str]] = []
         mask = None
         if self.parsed is None:
@@ -139,7 +139,7 @@ def check_json_lines(
     nul_ok: bool = False,
 ) -> CheckedRows:
     """Check a JSON-lines file; a line is the unit of recovery. `count_missing`: watched columns
-    (chute.load.missing) are parsed Nullable, for `CheckedRows.good_select` to count. `nul_ok`:
+    (chute.load.checks.missing) are parsed Nullable, for `CheckedRows.good_select` to count. `nul_ok`:
     see sniff.refuse_binary.
 
     1. Lines that are not JSON objects are bad (cheap: one validity check).

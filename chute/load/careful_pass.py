@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from chute.load.careful import RAW, REASON, ROW, CheckedRows, check_json_lines
 from chute.load.careful_delimited import check_delimited
+from chute.load.checks.column import strip_wrappers
+from chute.load.checks.missing import computed, record_missing, watched
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import computed, record_missing, watched
 from chute.load.outcome import Plan, done, fail
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
-from chute.load.values import strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
 from chute.sql import internal, quote_ident, quote_str

@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 from chute.capabilities import Capabilities
 from chute.errors import ChuteError, UsageError
+from chute.load.checks.column import checked, strip_wrappers
+from chute.load.checks.missing import watched
+from chute.load.checks.typed import binary_read
 from chute.load.context import LoadContext
-from chute.load.missing import watched
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
-from chute.load.typedvalues import binary_read
-from chute.load.values import checked, strip_wrappers
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -149,7 +149,7 @@ class Methods:
 
     def unchecked_by_server(self, unit: Unit) -> list[str]:
         """Columns whose values a server parsing the text itself would change without a word
-        (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
+        (wrapped integers, rolled-over dates: chute.load.checks.column.checked; floats an ulp off before
         26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
         Capabilities.csv_text_like_engine; CSV text's spaces where the server trims them:
         ServerInfo.csv_keeps_spaces; a DEFAULT expression's column, where the server fills a
@@ -298,7 +298,7 @@ class Methods:
 
     def _uncounted(self, files: int) -> None:
         """One note for the files the server parsed itself: their missing values are not counted
-        (an 18.16 server gives a missing value its default with no trace; chute.load.missing).
+        (an 18.16 server gives a missing value its default with no trace; chute.load.checks.missing).
         Called under the context's lock."""
 
         def note(n: int) -> str:

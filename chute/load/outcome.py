@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chute.errors import ChuteError
+from chute.load.checks.missing import column_names
 from chute.load.context import LoadContext
-from chute.load.missing import column_names
 from chute.report import FileResult, FileState
 from chute.units import Unit
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chute.load.values import array_element, conversion, default_of, read_as_text, strip_wrappers
+from chute.load.checks.column import array_element, conversion, default_of, read_as_text, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 

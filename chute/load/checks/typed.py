@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from chute.load.temporal import DATE_RANGE
-from chute.load.values import (
+from chute.load.checks.column import (
     INT_RE,
     FastRead,
     array_element,
@@ -16,6 +15,7 @@ from chute.load.values import (
     plus_check,
     strip_wrappers,
 )
+from chute.load.checks.temporal import DATE_RANGE
 from chute.sql import quote_ident, quote_str
 
 WIDE_READ_FORMATS = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Native"})

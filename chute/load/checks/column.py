@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from chute.load.temporal import temporal_parts
+from chute.load.checks.temporal import temporal_parts
 from chute.sources.base import CheckedRead
 from chute.sql import quote_ident, quote_str
 
 INT_RE = re.compile(r"^U?Int(8|16|32|64|128|256)$")
 SENTINEL_TEXT = "chute: a value is missing"
-"""The message of a read that met a missing value while reading without the count (chute.load.missing)."""
+"""The message of a read that met a missing value while reading without the count (chute.load.checks.missing)."""
 
 
 def strip_wrappers(type_sql: str) -> tuple[str, bool]:
@@ -111,7 +111,7 @@ def fast_read(
     A `null_marker` (a Nullable column of a CSV/TSV file, see schema.NULL_MARKERS) is read as
     text whatever the type: the marker is NULL, every other value is converted and checked.
 
-    `counted`: a missing value must show as NULL in the read column (chute.load.missing counts
+    `counted`: a missing value must show as NULL in the read column (chute.load.checks.missing counts
     it): integers are read Nullable too, and taken with assumeNotNull (the NULL's default).
 
     `whole_numbers`: JSON integers past 32 bits are read as text too, so that `1e2` and `1.0`

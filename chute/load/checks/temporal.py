@@ -1,5 +1,5 @@
 """Dates and times checked in SQL: the text parsed wide, then its clock, day and range checked,
-where the engine's parsers would roll over or clamp (see chute.load.values)."""
+where the engine's parsers would roll over or clamp (see chute.load.checks.column)."""
 
 from __future__ import annotations
 

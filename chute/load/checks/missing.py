@@ -11,8 +11,8 @@ many of its values are missing; the mask says which columns had some.
 
 from __future__ import annotations
 
+from chute.load.checks.column import SENTINEL_TEXT, default_of, strip_wrappers
 from chute.load.context import LoadContext
-from chute.load.values import SENTINEL_TEXT, default_of, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
@@ -127,7 +127,7 @@ PROBED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats read first without the count (`sentinel`): a clean file costs nothing more. A
 JSON null or absent key, or a CSV/TSV `\\N` or empty CSV field, takes the read column's
 DEFAULT expression, which fails the read (a column read as text checks its emptiness
-instead: values.fast_read); the batch is then read again with the count (its units are in
+instead: checks.column.fast_read); the batch is then read again with the count (its units are in
 `LoadContext.with_missing`)."""
 
 
