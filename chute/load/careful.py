@@ -17,16 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
-from chute.load.checks.column import (
-    array_element,
-    conversion,
-    default_of,
-    read_as_text,
-    read_type,
-    strip_wrappers,
-)
+from chute.load.checks.column import conversion
 from chute.load.checks.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
-from chute.load.checks.reasons import bad_conditions, nested_reasons, present_at, range_reasons, value_at
+from chute.load.checks.reasons import (
+    bad_conditions,
+    nested_reasons,
+    present_at,
+    range_reasons,
+    refused_conditions,
+    value_at,
+)
+from chute.load.checks.types import array_element, default_of, read_as_text, read_type, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
@@ -272,8 +273,6 @@ def _parse_readable(
 
 EMPTY_KEY = 'a field named "" (the empty key), which no column can be named'
 """Why a JSON object with that field is refused: the engine's words name no field."""
-PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
-"""Types read as they are whose refused value still gets a reason naming its column."""
 
 
 def _json_reasons(columns: list[Column]) -> str:
@@ -295,16 +294,7 @@ def _json_reasons(columns: list[Column]) -> str:
         text = f"if(JSONType({raw}, {key}) = 'String', JSONExtractString({raw}, {key}), JSONExtractRaw({raw}, {key}))"
         present = f"(JSONHas({raw}, {key}) AND JSONType({raw}, {key}) != 'Null')"
         parts += bad_conditions([c], [text], [present])
-        inner = strip_wrappers(c.type)[0]
-        if inner in PLAIN_SCALARS:  # (read as they are: the parser's refusal, named)
-            shown = f"substring({text}, 1, 200)"
-            message = f"concat({quote_str(f'column {c.name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
-            bad = (
-                f"lower({text}) NOT IN ('true', 'false', '0', '1')"  # (a cast takes `yes`, the reader not)
-                if inner == "Bool"
-                else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
-            )
-            parts.append(f"{present} AND {bad}, {message}")
+        parts += refused_conditions(c, text, present)  # (read as they are: the parser's refusal, named)
     parts.append("true, 'a value does not fit the table'")
     return f"multiIf({', '.join(parts)}, '')"
 

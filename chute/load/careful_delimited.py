@@ -13,9 +13,9 @@ import uuid
 
 from chute.engine import Engine
 from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, CheckedRows, materialize
-from chute.load.checks.column import default_of, strip_wrappers
 from chute.load.checks.missing import computed, mask_sql
 from chute.load.checks.reasons import bad_conditions, finals, multi_if, nested_reasons, present_at, value_at
+from chute.load.checks.types import default_of, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import read_head, refuse_binary

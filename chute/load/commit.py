@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
-from chute.load.checks.column import strip_wrappers
+from chute.load.checks.types import strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.outcome import batch_label
 from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type

@@ -13,10 +13,10 @@ import os
 
 from chute.errors import ChuteError
 from chute.load import reads as read_sql
-from chute.load.checks.column import SENTINEL_TEXT
-from chute.load.checks.missing import record_missing
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit
 from chute.load.context import LoadContext
+from chute.load.outcome import record_missing
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd

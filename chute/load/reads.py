@@ -11,27 +11,22 @@ from typing import TYPE_CHECKING
 
 from chute.engine import Settings
 from chute.errors import ChuteError
-from chute.load.checks.column import (
-    SENTINEL_TEXT,
-    FastRead,
-    fast_read,
-    plus_check,
-    read_as_text_by,
-    strip_wrappers,
-    text_missing,
-)
+from chute.load.checks.column import checked_read, read_as_text_by
 from chute.load.checks.missing import (
     COUNTED_FORMATS,
     INPUT_ALIAS,
     PROBED_FORMATS,
+    SENTINEL_TEXT,
     mask_sql,
     not_null,
     nullable_read,
     sentinel,
+    text_missing,
     watched,
     without_nullable,
 )
-from chute.load.checks.typed import WIDE_READ_FORMATS, binary_read
+from chute.load.checks.typed import WIDE_READ_FORMATS
+from chute.load.checks.types import FastRead, plus_check, strip_wrappers
 from chute.load.context import LoadContext
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
@@ -416,15 +411,11 @@ class Reads:
         chute.load.checks.column): text files (`fast_read`), typed files (`binary_read`), or what the
         source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is.
         `counted`: a missing value shows as NULL in the column read (see checks.column.fast_read)."""
-        fmt = unit.fmt.format
-        if unit.fmt.is_text:
-            marker = col.null_marker if fmt in ("CSV", "TSV") else ""
-            json = fmt == "JSONEachRow"
-            return fast_read(col.name, col.type, json, marker, counted, fmt == "TSV", whole_numbers)
         source = self.ctx.source
-        if isinstance(source, CheckedValues):
+        if isinstance(source, CheckedValues) and not unit.fmt.is_text:
             return source.checked_read(unit, col.name, col.type)
-        return binary_read(col.name, col.type, fmt)
+        fmt = unit.fmt
+        return checked_read(col.name, col.type, fmt.format, fmt.is_text, col.null_marker, counted, whole_numbers)
 
     # -- partition order ------------------------------------------------------
 

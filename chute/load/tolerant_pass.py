@@ -14,11 +14,10 @@ from typing import Any
 
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, check_json_lines
-from chute.load.checks.column import SENTINEL_TEXT
-from chute.load.checks.missing import record_missing
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.outcome import Plan, batch_label, done, fail
+from chute.load.outcome import Plan, batch_label, done, fail, record_missing
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.recovery import UNKNOWN_FIELD
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from chute.cores import usable_cores
 from chute.errors import ChuteError
-from chute.load.checks.column import SENTINEL_TEXT, FastRead, strip_wrappers
-from chute.load.checks.missing import INPUT_ALIAS, mask_sql, watched
+from chute.load.checks.missing import INPUT_ALIAS, SENTINEL_TEXT, mask_sql, watched
+from chute.load.checks.types import FastRead, strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
 from chute.schema import Column, structure
@@ -163,7 +163,7 @@ def missing_values(
     batch: list[Unit], rows: Mapping[str, int], mine: Mapping[str, Fingerprint | ChuteError]
 ) -> dict[str, tuple[int, int]]:
     """The missing values chute counted in the files whose stages moved in, by `_source`
-    (chute.load.checks.missing.record_missing)."""
+    (chute.load.outcome.record_missing)."""
     found = {}
     for unit in batch:
         counted = mine.get(unit.key)

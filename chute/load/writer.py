@@ -15,13 +15,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from chute.errors import ChuteError, CommitUncertain, OutOfSpace, ShardUnavailable, TransientTargetError
-from chute.load.checks.column import SENTINEL_TEXT
-from chute.load.checks.missing import record_missing
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
 from chute.load.methods import Methods
-from chute.load.outcome import batch_label
+from chute.load.outcome import batch_label, record_missing
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, TRIM_SETTING, Parsed
 from chute.load.sizing import Sizing

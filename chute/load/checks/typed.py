@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
-from chute.load.checks.column import (
-    INT_RE,
-    FastRead,
-    array_element,
-    checked,
-    decimal_conversion,
-    default_of,
-    int_array_read,
-    plus_check,
-    strip_wrappers,
-)
-from chute.load.checks.temporal import DATE_RANGE
+from chute.load.checks import composite, decimals, floats, integers, temporal
+from chute.load.checks.types import FastRead, array_element, checked, default_of, plus_check, strip_wrappers
 from chute.sql import quote_ident, quote_str
 
 WIDE_READ_FORMATS = frozenset({"Parquet", "ORC", "Arrow", "ArrowStream", "Native"})
@@ -44,37 +32,19 @@ def binary_read(name: str, type_sql: str, fmt: str) -> FastRead | None:
     if array_element(inner) is not None:
         # Integer elements (at any depth) read as Int128 and cast exactly, as in text files;
         # other elements are read as they are (docs/loading.md).
-        return int_array_read(ident, type_sql, inner, message)
+        return composite.int_array_read(ident, type_sql, inner, message)
+    wide = (
+        integers.typed_read(ident, inner)
+        or floats.typed_read(ident, inner)
+        or decimals.typed_read(ident, inner)
+        or temporal.typed_read(ident, inner)
+    )
+    if wide is None:
+        return None
+    read_as, exact = wide
     missing = "NULL" if nullable else default_of(inner)
-
-    def wrapped(read_as: str, exact: str) -> FastRead:
-        fits = f"(isNull({ident}) OR isNotNull({exact}))"
-        value = f"if(isNull({ident}), {missing}, {exact})" if nullable else f"ifNull({exact}, {missing})"
-        strict = f"CAST({plus_check(value, f'NOT {fits}', inner, message)}, {quote_str(type_sql)})"
-        lenient = f"CAST(if({fits}, {value}, {missing}), {quote_str(type_sql)})"
-        return FastRead(f"Nullable({read_as})", strict, fits, lenient)
-
-    match = INT_RE.match(inner)
-    if match:
-        if int(match.group(1)) > 64:
-            return None
-        return wrapped("Int128", f"accurateCastOrNull({ident}, {quote_str(inner)})")
-    if inner == "Float32":
-        f32 = f"toFloat32({ident})"
-        changed = f"(isInfinite({f32}) AND NOT isInfinite({ident})) OR ({f32} = 0 AND {ident} != 0)"
-        return wrapped("Float64", f"if({changed}, NULL, {f32})")
-    if inner.startswith("Decimal"):
-        return wrapped("String", decimal_conversion(ident, inner))
-    tz = re.search(r"'([^']*)'", inner)
-    tz_arg = f", {quote_str(tz.group(1))}" if tz else ""
-    if inner == "Date":
-        lo, hi = DATE_RANGE
-        in_range = f"{ident} BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
-        return wrapped("Date32", f"if({in_range}, toDate({ident}), NULL)")
-    if inner.startswith("DateTime") and not inner.startswith("DateTime64"):
-        # Read to the nanosecond: a timestamp with a fraction of a second does not fit (a read as
-        # DateTime64(0) would have cut the fraction off before any check).
-        in_range = f"toUnixTimestamp64Second({ident}) BETWEEN 0 AND 4294967295"
-        whole = f"toUnixTimestamp64Nano({ident}) % 1000000000 = 0"
-        return wrapped(f"DateTime64(9{tz_arg})", f"if({in_range} AND {whole}, toDateTime({ident}{tz_arg}), NULL)")
-    return None
+    fits = f"(isNull({ident}) OR isNotNull({exact}))"
+    value = f"if(isNull({ident}), {missing}, {exact})" if nullable else f"ifNull({exact}, {missing})"
+    strict = f"CAST({plus_check(value, f'NOT {fits}', inner, message)}, {quote_str(type_sql)})"
+    lenient = f"CAST(if({fits}, {value}, {missing}), {quote_str(type_sql)})"
+    return FastRead(f"Nullable({read_as})", strict, fits, lenient)
