@@ -17,16 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
-from chute.load.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
-from chute.load.reasons import bad_conditions, nested_reasons, present_at, range_reasons, value_at
-from chute.load.values import (
-    array_element,
-    conversion,
-    default_of,
-    read_as_text,
-    read_type,
-    strip_wrappers,
+from chute.load.checks.column import conversion
+from chute.load.checks.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
+from chute.load.checks.reasons import (
+    bad_conditions,
+    nested_reasons,
+    present_at,
+    range_reasons,
+    refused_conditions,
+    value_at,
 )
+from chute.load.checks.types import array_element, default_of, read_as_text, read_type, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import refuse_binary
@@ -64,7 +65,7 @@ class CheckedRows:
         row's `_source_row`, which `row_of` makes of the record's 1-based position (for a
         byte range of a bigger file: plus the rows before it; for Kafka: the offset).
         `count_missing` (JSON parsed so, see check_json_lines): the last column is the mask
-        of the row's missing values (chute.load.missing)."""
+        of the row's missing values (chute.load.checks.missing)."""
         flags: list[tuple[int, str]] = []
         mask = None
         if self.parsed is None:
@@ -139,7 +140,7 @@ def check_json_lines(
     nul_ok: bool = False,
 ) -> CheckedRows:
     """Check a JSON-lines file; a line is the unit of recovery. `count_missing`: watched columns
-    (chute.load.missing) are parsed Nullable, for `CheckedRows.good_select` to count. `nul_ok`:
+    (chute.load.checks.missing) are parsed Nullable, for `CheckedRows.good_select` to count. `nul_ok`:
     see sniff.refuse_binary.
 
     1. Lines that are not JSON objects are bad (cheap: one validity check).
@@ -272,8 +273,6 @@ def _parse_readable(
 
 EMPTY_KEY = 'a field named "" (the empty key), which no column can be named'
 """Why a JSON object with that field is refused: the engine's words name no field."""
-PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
-"""Types read as they are whose refused value still gets a reason naming its column."""
 
 
 def _json_reasons(columns: list[Column]) -> str:
@@ -295,16 +294,7 @@ def _json_reasons(columns: list[Column]) -> str:
         text = f"if(JSONType({raw}, {key}) = 'String', JSONExtractString({raw}, {key}), JSONExtractRaw({raw}, {key}))"
         present = f"(JSONHas({raw}, {key}) AND JSONType({raw}, {key}) != 'Null')"
         parts += bad_conditions([c], [text], [present])
-        inner = strip_wrappers(c.type)[0]
-        if inner in PLAIN_SCALARS:  # (read as they are: the parser's refusal, named)
-            shown = f"substring({text}, 1, 200)"
-            message = f"concat({quote_str(f'column {c.name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
-            bad = (
-                f"lower({text}) NOT IN ('true', 'false', '0', '1')"  # (a cast takes `yes`, the reader not)
-                if inner == "Bool"
-                else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
-            )
-            parts.append(f"{present} AND {bad}, {message}")
+        parts += refused_conditions(c, text, present)  # (read as they are: the parser's refusal, named)
     parts.append("true, 'a value does not fit the table'")
     return f"multiIf({', '.join(parts)}, '')"
 

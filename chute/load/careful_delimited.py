@@ -13,9 +13,9 @@ import uuid
 
 from chute.engine import Engine
 from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, CheckedRows, materialize
-from chute.load.missing import computed, mask_sql
-from chute.load.reasons import bad_conditions, finals, multi_if, nested_reasons, present_at, value_at
-from chute.load.values import default_of, strip_wrappers
+from chute.load.checks.missing import computed, mask_sql
+from chute.load.checks.reasons import bad_conditions, finals, multi_if, nested_reasons, present_at, value_at
+from chute.load.checks.types import default_of, strip_wrappers
 from chute.schema import Column
 from chute.scratch import scratch_file
 from chute.sniff import read_head, refuse_binary
@@ -54,7 +54,7 @@ def check_delimited(
     their row numbers, values checked in SQL. A quote that is never closed would
     swallow the rest of the file: that record is its first line alone, and the
     lines after it are read again as records (`header_lines`: 0 or 1, None to look).
-    The columns `watched_at` (chute.load.missing) set bits of each record's MASK_COLUMN
+    The columns `watched_at` (chute.load.checks.missing) set bits of each record's MASK_COLUMN
     where their value is missing (the good records' count of defaults)."""
     refuse_binary(engine, lines_expression, "read as CSV/TSV", nul_ok)
     errors_path = scratch_file("errors", ".csv", create=False)  # the engine writes it only if it is new

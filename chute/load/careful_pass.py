@@ -11,13 +11,14 @@ from collections.abc import Callable
 
 from chute.load.careful import RAW, REASON, ROW, CheckedRows, check_json_lines
 from chute.load.careful_delimited import check_delimited
+from chute.load.checks.missing import computed, watched
+from chute.load.checks.reasons import unfit
+from chute.load.checks.types import strip_wrappers
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import computed, record_missing, watched
-from chute.load.outcome import Plan, done, fail
+from chute.load.outcome import Plan, done, fail, record_missing
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
-from chute.load.values import strip_wrappers
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
 from chute.sql import internal, quote_ident, quote_str
@@ -217,7 +218,5 @@ class CarefulPass:
             if fast is None:
                 continue
             shown = f"substring(toString({quote_ident(read.name)}), 1, 200)"
-            fit = quote_str(" does not fit " + strip_wrappers(column.type)[0])
-            message = f"concat({quote_str(f'column {column.name}: ')}, {shown}, {fit})"
-            parts.append(f"NOT {fast.fits}, {message}")
+            parts.append(f"NOT {fast.fits}, {unfit(column.name, shown, strip_wrappers(column.type)[0])}")
         return f"multiIf({', '.join(parts)}, 'a value does not fit the table')" if parts else "''"

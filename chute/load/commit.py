@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from chute.errors import ChuteError, CommitUncertain, SourceError, TargetError
+from chute.load.checks.types import strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.outcome import batch_label
-from chute.load.values import strip_wrappers
 from chute.nullcheck import CHECKED_FORMATS, BlankLineSearch, NullsInFile, Place, scalar_type
 from chute.sql import TableName, internal, quote_ident, quote_str, sources_filter
 from chute.targets.staging import CommitCheck
@@ -187,7 +187,7 @@ class Commit:
 
     def holds_null_marker(self, batch: list[Unit]) -> bool:
         """Whether the batch's CSV/TSV bytes are known to hold `\\N` (a NULL, most likely a missing
-        value: such a batch is read with the missing-value count at once, chute.load.missing)."""
+        value: such a batch is read with the missing-value count at once, chute.load.checks.missing)."""
         return self.ctx.nulls.known_to_hold(self.null_places(batch))
 
     @contextlib.contextmanager

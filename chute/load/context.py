@@ -87,9 +87,9 @@ class LoadContext:
     """Units the engine named in a failed batch, waiting for their careful pass."""
     missing: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per unit key: rows whose missing values took their column's default, and the mask of
-    those columns (chute.load.missing), from the batches that committed."""
+    those columns (chute.load.checks.missing), from the batches that committed."""
     with_missing: set[str] = field(default_factory=set)
-    """Units found to hold a missing value (chute.load.missing): read with the count at once."""
+    """Units found to hold a missing value (chute.load.checks.missing): read with the count at once."""
     missing_formats: set[str] = field(default_factory=set)
     """Formats of this load whose files were found to miss values: later batches of the
     format are read with the count at once (files of one export miss values alike)."""

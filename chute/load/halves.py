@@ -13,12 +13,12 @@ import os
 
 from chute.errors import ChuteError
 from chute.load import reads as read_sql
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit
 from chute.load.context import LoadContext
-from chute.load.missing import record_missing
+from chute.load.outcome import record_missing
 from chute.load.reads import Reads
 from chute.load.sizing import Sizing
-from chute.load.values import SENTINEL_TEXT
 from chute.sources.ranges import SPLIT_FORMATS, halve, range_fd
 from chute.sql import TableName
 from chute.targets.staging import MASK_COLUMN, CommitCheck
@@ -72,7 +72,7 @@ class Halves:
 
     def write(self, unit: Unit, cut: int, newlines: int, by_source: bool) -> dict[str, int]:
         """Both halves; a half that meets a missing value while read without the count (a clean
-        file pays nothing for it) makes both read again with it (chute.load.missing)."""
+        file pays nothing for it) makes both read again with it (chute.load.checks.missing)."""
         try:
             return self._write(unit, cut, newlines, by_source)
         except ChuteError as exc:

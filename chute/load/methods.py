@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 from chute.capabilities import Capabilities
 from chute.errors import ChuteError, UsageError
+from chute.load.checks.missing import watched
+from chute.load.checks.typed import binary_read
+from chute.load.checks.types import checked, strip_wrappers
 from chute.load.context import LoadContext
-from chute.load.missing import watched
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
-from chute.load.typedvalues import binary_read
-from chute.load.values import checked, strip_wrappers
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -74,7 +74,7 @@ def server_side_select(
     if not isinstance(source, ServerReadable):
         return None
     # Old servers take names in a structure string only bare (`a` would name a field "`a`").
-    # A typed file's values are read wide and cast exactly, as chute's own read does (typedvalues.binary_read).
+    # A typed file's values are read wide and cast exactly, as chute's own read does (checks.typed.binary_read).
     checks = typed_checks(unit, capabilities)
     reads = [binary_read(c.name, c.type, unit.fmt.format) if checks else None for c in inputs]
     plain = ", ".join(
@@ -149,7 +149,7 @@ class Methods:
 
     def unchecked_by_server(self, unit: Unit) -> list[str]:
         """Columns whose values a server parsing the text itself would change without a word
-        (wrapped integers, rolled-over dates: chute.load.values.checked; floats an ulp off before
+        (wrapped integers, rolled-over dates: chute.load.checks.types.checked; floats an ulp off before
         26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
         Capabilities.csv_text_like_engine; CSV text's spaces where the server trims them:
         ServerInfo.csv_keeps_spaces; a DEFAULT expression's column, where the server fills a
@@ -298,7 +298,7 @@ class Methods:
 
     def _uncounted(self, files: int) -> None:
         """One note for the files the server parsed itself: their missing values are not counted
-        (an 18.16 server gives a missing value its default with no trace; chute.load.missing).
+        (an 18.16 server gives a missing value its default with no trace; chute.load.checks.missing).
         Called under the context's lock."""
 
         def note(n: int) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chute.errors import ChuteError
+from chute.load.checks.missing import column_names
 from chute.load.context import LoadContext
-from chute.load.missing import column_names
 from chute.report import FileResult, FileState
 from chute.units import Unit
 
@@ -66,3 +66,17 @@ def told_of(exc: ChuteError, batch: list[Unit], unit: Unit) -> ChuteError:
     if str(exc).startswith(label):
         exc.args = (unit.key + str(exc)[len(label) :],)
     return exc
+
+
+def record_missing(ctx: LoadContext, batch: list[Unit], found: dict[str, tuple[int, int]] | None) -> None:
+    """A committed batch's missing values (keyed by `_source`, or "" for the whole stage) as the
+    load's, per unit key (chute.load.outcome.done reports them)."""
+    if not found:
+        return
+    keys = {u.source_name: u.key for u in batch}
+    with ctx.lock:
+        if any(rows for rows, _ in found.values()):
+            ctx.missing_formats.update(u.fmt.format for u in batch)
+        for source, (rows, mask) in found.items():
+            key = batch[0].key if len(batch) == 1 else keys.get(source, source)
+            ctx.missing[key] = (rows, mask)  # (a batch written again replaces what it counted)

@@ -11,28 +11,23 @@ from typing import TYPE_CHECKING
 
 from chute.engine import Settings
 from chute.errors import ChuteError
-from chute.load.context import LoadContext
-from chute.load.missing import (
+from chute.load.checks.column import checked_read, read_as_text_by
+from chute.load.checks.missing import (
     COUNTED_FORMATS,
     INPUT_ALIAS,
     PROBED_FORMATS,
+    SENTINEL_TEXT,
     mask_sql,
     not_null,
     nullable_read,
     sentinel,
+    text_missing,
     watched,
     without_nullable,
 )
-from chute.load.typedvalues import WIDE_READ_FORMATS, binary_read
-from chute.load.values import (
-    SENTINEL_TEXT,
-    FastRead,
-    fast_read,
-    plus_check,
-    read_as_text_by,
-    strip_wrappers,
-    text_missing,
-)
+from chute.load.checks.typed import WIDE_READ_FORMATS
+from chute.load.checks.types import FastRead, plus_check, strip_wrappers
+from chute.load.context import LoadContext
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
@@ -134,7 +129,7 @@ class Reads:
         }
 
     def counting(self, batch: list[Unit]) -> bool:
-        """Whether the batch's missing values are counted (chute.load.missing): its format can
+        """Whether the batch's missing values are counted (chute.load.checks.missing): its format can
         hold them, the table has columns that take a default for them, and it loads through a
         stage table (which holds the mask until it is counted)."""
         ctx = self.ctx
@@ -145,7 +140,7 @@ class Reads:
         )
 
     def probing(self, batch: list[Unit]) -> bool:
-        """Whether a counted batch is read first without the count (chute.load.missing.PROBED_FORMATS):
+        """Whether a counted batch is read first without the count (chute.load.checks.missing.PROBED_FORMATS):
         none of its units is known to miss a value, no earlier batch of its format missed one,
         and the first lines of its first file miss none.
 
@@ -244,8 +239,8 @@ class Reads:
         `flag_unfit` (one unit), a row whose values do not fit its columns is kept, not
         refused, with UNFIT_ROW added to its `_source_row` (see chute.load.tolerant_pass).
         With `count_missing`, the last column is the mask of the row's missing values
-        (chute.load.missing). With `probe` (and no count), a missing value in a watched column
-        fails the read (missing.sentinel). With `tagged`, the column before the mask is each
+        (chute.load.checks.missing). With `probe` (and no count), a missing value in a watched column
+        fails the read (checks.missing.sentinel). With `tagged`, the column before the mask is each
         row's file (staging.SOURCE_COLUMN), whether or not the table keeps provenance. With `squash`,
         several units are read from a temporary table it fills from their file() call
         (chute.load.squash)."""
@@ -326,9 +321,9 @@ class Reads:
     ) -> tuple[list[Column], list[str], list[str]]:
         """The structure to read the input with, the SELECT's column expressions, and (with
         `flag_unfit`: expressions that never fail) the conditions that the values fit. With
-        `flags`, watched columns (chute.load.missing) are read Nullable, their NULL taken as
+        `flags`, watched columns (chute.load.checks.missing) are read Nullable, their NULL taken as
         the default, and (column index, SQL: the value is missing) added to `flags`.
-        `whole_numbers` (default: `flag_unfit`): see values.fast_read."""
+        `whole_numbers` (default: `flag_unfit`): see checks.column.fast_read."""
         inputs = self.ctx.input_columns()
         fmt = unit.fmt.format
         json = fmt == "JSONEachRow"
@@ -366,7 +361,7 @@ class Reads:
                 exprs.append(ident)
             else:
                 # Text parsers wrap, clamp and roll over values that do not fit: read wide or
-                # as text, convert exactly (values.fast_read).
+                # as text, convert exactly (checks.column.fast_read).
                 value = fast.lenient if flag_unfit else fast.value
                 if probe and watched(col, fmt):
                     plain = without_nullable(fast.read_as)
@@ -413,18 +408,14 @@ class Reads:
         self, unit: Unit, col: Column, counted: bool = False, whole_numbers: bool = False
     ) -> FastRead | CheckedRead | None:
         """How the fast path reads a column whose values the engine's reader could change (see
-        chute.load.values): text files (`fast_read`), typed files (`binary_read`), or what the
+        chute.load.checks.column): text files (`fast_read`), typed files (`binary_read`), or what the
         source says (`CheckedValues`: a database's timestamps, dates and numerics); None: as it is.
-        `counted`: a missing value shows as NULL in the column read (see values.fast_read)."""
-        fmt = unit.fmt.format
-        if unit.fmt.is_text:
-            marker = col.null_marker if fmt in ("CSV", "TSV") else ""
-            json = fmt == "JSONEachRow"
-            return fast_read(col.name, col.type, json, marker, counted, fmt == "TSV", whole_numbers)
+        `counted`: a missing value shows as NULL in the column read (see checks.column.fast_read)."""
         source = self.ctx.source
-        if isinstance(source, CheckedValues):
+        if isinstance(source, CheckedValues) and not unit.fmt.is_text:
             return source.checked_read(unit, col.name, col.type)
-        return binary_read(col.name, col.type, fmt)
+        fmt = unit.fmt
+        return checked_read(col.name, col.type, fmt.format, fmt.is_text, col.null_marker, counted, whole_numbers)
 
     # -- partition order ------------------------------------------------------
 

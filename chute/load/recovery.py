@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 
 from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
+from chute.load.checks.typed import WIDE_READ_FORMATS
 from chute.load.context import LoadContext
 from chute.load.inference import ORDINARY_OBJECT
 from chute.load.outcome import told_of
-from chute.load.typedvalues import WIDE_READ_FORMATS
 from chute.sources.base import CheckedValues
 from chute.sql import quote_str
 from chute.units import Unit

@@ -32,7 +32,7 @@ from chute.capabilities import Capabilities
 from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
 from chute.load.context import LoadContext
-from chute.load.missing import record_missing
+from chute.load.outcome import record_missing
 from chute.load.posts import Posts
 from chute.load.sizing import uncompressed_size
 from chute.load.verify import Verifier, checked_stages, missing_values

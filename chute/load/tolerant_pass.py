@@ -14,16 +14,15 @@ from typing import Any
 
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, check_json_lines
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit
 from chute.load.context import LoadContext, without_overflow_check
-from chute.load.missing import record_missing
-from chute.load.outcome import Plan, batch_label, done, fail
+from chute.load.outcome import Plan, batch_label, done, fail, record_missing
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.recovery import UNKNOWN_FIELD
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
 from chute.load.sizing import Sizing
 from chute.load.tolerant import SKIP_ERRORS, ErrorFiles, kept_row_to_position, scratch_path
-from chute.load.values import SENTINEL_TEXT
 from chute.sql import TableName, quote_str
 from chute.targets.staging import MASK_COLUMN, CommitCheck
 from chute.units import Unit
@@ -67,7 +66,7 @@ class TolerantPass:
         counting = self.reads.counting(batch)
         # As on the fast path: read first without the count (it costs a quarter more CPU and
         # more in wall time); a missing value fails that read, and the batch is read again
-        # with the count (chute.load.missing.sentinel).
+        # with the count (chute.load.checks.missing.sentinel).
         probe = counting and self.reads.probing(batch)
         counting = counting and not probe
         selects = [self.reads.flagged_select(batch, lambda u, sql: errors.wrap(u.key, sql, settings), counting, probe)]
@@ -191,7 +190,7 @@ class TolerantPass:
         try:
             if checked.total != checked.rejected:
                 # A record the wide read refused is good by the checks (`1e2` for an Int64): only
-                # the careful pass loads it (values.fast_read, `whole_numbers`).
+                # the careful pass loads it (checks.column.fast_read, `whole_numbers`).
                 raise Unreconciled("a skipped record is good")
             self.ctx.rejects.ensure()
             for key in bad:

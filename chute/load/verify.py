@@ -1,6 +1,6 @@
 """Verified server-parse: the server parses a file, and chute checks what it stored.
 
-A server's text parsers wrap integers and roll dates over without a word (chute.load.values), so
+A server's text parsers wrap integers and roll dates over without a word (chute.load.checks.column), so
 `--method auto` used to read such files here. Where each of those columns has an integer form that
 every server version computes alike (integers up to 64 bits, Date, DateTime), the server parses the
 file into its stage while chute reads the same file itself and checks those columns as its own
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from chute.cores import usable_cores
 from chute.errors import ChuteError
+from chute.load.checks.missing import INPUT_ALIAS, SENTINEL_TEXT, mask_sql, watched
+from chute.load.checks.types import FastRead, strip_wrappers
 from chute.load.context import LoadContext
-from chute.load.missing import INPUT_ALIAS, mask_sql, watched
 from chute.load.reads import Reads
-from chute.load.values import SENTINEL_TEXT, FastRead, strip_wrappers
 from chute.schema import Column, structure
 from chute.sql import TableName, internal, quote_ident
 from chute.targets.base import Target
@@ -78,7 +78,7 @@ class Fingerprint:
     unfit: int
     sums: tuple[str, ...]
     missing: tuple[int, int]
-    """Rows that miss a value, and the mask of the columns missing one (chute.load.missing)."""
+    """Rows that miss a value, and the mask of the columns missing one (chute.load.checks.missing)."""
 
 
 class Verifier:
@@ -163,7 +163,7 @@ def missing_values(
     batch: list[Unit], rows: Mapping[str, int], mine: Mapping[str, Fingerprint | ChuteError]
 ) -> dict[str, tuple[int, int]]:
     """The missing values chute counted in the files whose stages moved in, by `_source`
-    (chute.load.missing.record_missing)."""
+    (chute.load.outcome.record_missing)."""
     found = {}
     for unit in batch:
         counted = mine.get(unit.key)

@@ -15,17 +15,16 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from chute.errors import ChuteError, CommitUncertain, OutOfSpace, ShardUnavailable, TransientTargetError
+from chute.load.checks.missing import SENTINEL_TEXT
 from chute.load.commit import Commit, RowNumbersOff
 from chute.load.context import LoadContext
 from chute.load.halves import Halves
 from chute.load.methods import Methods
-from chute.load.missing import record_missing
-from chute.load.outcome import batch_label
+from chute.load.outcome import batch_label, record_missing
 from chute.load.reads import Reads
 from chute.load.serverparse import SERVER_READ_SETTINGS, TRIM_SETTING, Parsed
 from chute.load.sizing import Sizing
 from chute.load.squash import Squash
-from chute.load.values import SENTINEL_TEXT
 from chute.nullcheck import NullsInFile
 from chute.targets.staging import MASK_COLUMN, SOURCE_COLUMN, copied_in
 from chute.units import Unit
@@ -154,7 +153,7 @@ class Writer:
         check_off = self.commit.null_check_off(batch, settings)
         counting = self.reads.counting(batch)
         # A clean file is read without the count; one that misses a value fails that read, and
-        # is read again with it (chute.load.missing.PROBED_FORMATS).
+        # is read again with it (chute.load.checks.missing.PROBED_FORMATS).
         probe = counting and self.reads.probing(batch) and not self.commit.holds_null_marker(batch)
         counting = counting and not probe
         # Several files into a table without `_source`: the stage counts each file's rows by a

@@ -197,7 +197,7 @@ class RowPositions(Protocol):
 @dataclass(frozen=True)
 class CheckedRead:
     """How the loader reads a column whose source text it converts and checks itself (see `CheckedValues`):
-    SQL over the column as `read_as`, as chute.load.values.FastRead has it."""
+    SQL over the column as `read_as`, as chute.load.checks.types.FastRead has it."""
 
     read_as: str
     """The type the source gives the column as (its text)."""

@@ -24,7 +24,7 @@ from chute.targets.engines import unreplicated
 STAGE_PREFIX = "_chute_stage_"
 MASK_COLUMN = "_chute_missing"
 """A stage's extra column: per row, a bit mask of its input columns whose value was missing
-and took the default (chute.load.missing). Counted and dropped before the rows move in."""
+and took the default (chute.load.checks.missing). Counted and dropped before the rows move in."""
 SOURCE_COLUMN = "_chute_source"
 """A stage's extra column where the table keeps no `_source`: per row, the file it came from, so
 that a batch of several files is counted per file. Counted and dropped before the rows move in."""

@@ -237,6 +237,42 @@ def test_auto_lets_the_server_parse_and_checks_what_it_stored(
     assert any("differ from chute's read of the file; read here instead" in n for n in again.notes), again.notes
 
 
+@pytest.mark.parametrize(
+    ("type_sql", "good", "shown", "bad"),
+    [
+        ("DateTime('UTC')", "2024-02-28T10:00:00Z", "2024-02-28 10:00:00", "2024-02-30T10:00:00Z"),  # March 1st
+        ("DateTime('UTC')", "2024-01-01 23:59:59", "2024-01-01 23:59:59", "2024-01-01 25:61:61"),  # the next day
+        ("UInt32", 7, "7", 18446744073709551617),  # wraps to 1
+    ],
+    ids=["february-30th", "25:61:61", "2^64+1"],
+)
+def test_server_parse_verification_gives_values_no_cheap_reading_proves_the_full_check(
+    tmp_path: Path, clickhouse_server: ClickHouseServer, type_sql: str, good: object, shown: str, bad: object
+) -> None:
+    """A value whose layout passes every cheap test (an ISO time with its clock in range, a
+    20-digit integer) yet that 18.16's parser changes: chute's own read of the file, which the
+    stored values must match, checks it in full; the file is read here and that row rejected."""
+    data = tmp_path / "data"
+    data.mkdir()
+    records = [{"id": f"r{j}", "v": good} for j in range(300)]
+    _write_lines(data / "good.json.gz", [json.dumps(r) for r in records])
+    records[149]["v"] = bad
+    _write_lines(data / "bad.json.gz", [json.dumps(r) for r in records])
+    url = _fresh(clickhouse_server, "unprovable")
+    database = url.rsplit("/", 1)[1]
+    clickhouse_server.query(
+        f"CREATE TABLE {database}.t ({PROVENANCE}, id String, v {type_sql}) ENGINE = MergeTree ORDER BY id"
+    )
+    report = chute.load([str(data)], table="t", target=url, options=chute.LoadOptions(spare="client"))
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (599, 1), [f.error for f in report.files]
+    assert report.methods == {"server-parse": 1, "client-convert": 1}, report.method_why
+    assert any("bad" in n and "1 value(s) do not fit their columns; read here instead" in n for n in report.notes)
+    assert _rows(url, "SELECT DISTINCT toString(v) FROM t") == [[shown]]
+    escaped = type_sql.replace("'", "\\'")  # (as TSV writes it)
+    reason = f"column v: {bad} does not fit {escaped}"
+    assert _rows(url, "SELECT _source_row, error FROM t_rejects") == [["150", reason]]
+
+
 def test_missing_values_are_counted_in_files_whose_values_chute_checks(
     tmp_path: Path, clickhouse_server: ClickHouseServer
 ) -> None:

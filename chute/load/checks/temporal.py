@@ -1,12 +1,64 @@
 """Dates and times checked in SQL: the text parsed wide, then its clock, day and range checked,
-where the engine's parsers would roll over or clamp (see chute.load.values)."""
+where the engine's parsers would roll over or clamp (`2024-02-30` is March 1st to them, and
+`2024-01-01 25:61:61` the next day at 02:02:01)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
+from chute.load.checks.types import FAIL_MESSAGE, FastRead, is_temporal
 from chute.sql import quote_str
+
+
+def holds(inner: str) -> bool:
+    """Date, Date32, DateTime, DateTime64."""
+    return is_temporal(inner)
+
+
+def conversion(text: str, inner: str) -> str | None:
+    """SQL turning the String `text` into the date or time type `inner`, NULL when it does not fit."""
+    temporal = temporal_parts(text, inner)
+    if temporal is None:
+        return None
+    wide, fits, convert, _ = temporal
+    return f"if({fits}, {convert(wide)}, NULL)"
+
+
+def text_read(ident: str, type_sql: str, inner: str, nullable: bool, json: bool, absent: str) -> FastRead | None:
+    """A date or time of a text file, read as text and parsed once, converted without if() (whose
+    branches the engine would compute apart). `absent`: SQL that the text is missing."""
+    temporal = temporal_parts(ident, inner)
+    if temporal is None:
+        return None
+    wide, wide_fits, convert, zero = temporal
+    fits = f"bitOr({absent}, ifNull({wide_fits}, 0))"  # (NULL text: NULL checks; bitOr keeps a NULL)
+    strict = convert(wide if nullable else f"ifNull({wide}, {zero})")
+    lenient = convert(f"if({fits}, {wide}, NULL)" if nullable else f"if({fits}, ifNull({wide}, {zero}), {zero})")
+    return FastRead(
+        "Nullable(String)" if json or nullable else "String",
+        f"CAST({strict} + throwIf({fits} = 0, {FAIL_MESSAGE}), {quote_str(type_sql)})",
+        f"({fits} != 0)",
+        f"CAST({lenient}, {quote_str(type_sql)})",
+    )
+
+
+def typed_read(ident: str, inner: str) -> tuple[str, str] | None:
+    """A typed file's Date or DateTime column: (the wider type it is read as, SQL of its exact
+    value or NULL). Date32 and DateTime64 are as wide as a read gets: None (read as they are)."""
+    tz = re.search(r"'([^']*)'", inner)
+    tz_arg = f", {quote_str(tz.group(1))}" if tz else ""
+    if inner == "Date":
+        lo, hi = DATE_RANGE
+        in_range = f"{ident} BETWEEN toDate32('{lo}') AND toDate32('{hi}')"
+        return "Date32", f"if({in_range}, toDate({ident}), NULL)"
+    if inner.startswith("DateTime") and not inner.startswith("DateTime64"):
+        # Read to the nanosecond: a timestamp with a fraction of a second does not fit (a read as
+        # DateTime64(0) would have cut the fraction off before any check).
+        in_range = f"toUnixTimestamp64Second({ident}) BETWEEN 0 AND 4294967295"
+        whole = f"toUnixTimestamp64Nano({ident}) % 1000000000 = 0"
+        return f"DateTime64(9{tz_arg})", f"if({in_range} AND {whole}, toDateTime({ident}{tz_arg}), NULL)"
+    return None
 
 
 def temporal_parts(text: str, inner: str) -> tuple[str, str, Callable[[str], str], str] | None:

@@ -1,10 +1,16 @@
-"""The careful passes' SQL: each column's converted value, and why a row is bad."""
+"""Why a value does not fit, in SQL: the reasons a rejected row carries, and the careful passes'
+converted values (each column's `column.conversion`, its NULL or default where missing)."""
 
 from __future__ import annotations
 
-from chute.load.values import array_element, conversion, default_of, read_as_text, strip_wrappers
+from chute.load.checks.column import conversion
+from chute.load.checks.composite import nested_groups
+from chute.load.checks.types import array_element, default_of, read_as_text, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
+
+PLAIN_SCALARS = frozenset({"Bool", "UUID", "IPv4", "IPv6", "Float64"})
+"""Types a careful JSON read takes as they are whose refused value still gets a reason naming its column."""
 
 
 def value_at(i: int) -> str:
@@ -17,14 +23,9 @@ def present_at(i: int) -> str:
     return internal(f"p{i}")
 
 
-def nested_groups(columns: list[Column]) -> list[list[int]]:
-    """Indexes of the array columns that share a `name.` prefix (a Nested structure): the engine
-    refuses a row whose arrays there differ in length, and with it the whole insert."""
-    groups: dict[str, list[int]] = {}
-    for i, c in enumerate(columns):
-        if "." in c.name and strip_wrappers(c.type)[0].startswith("Array("):
-            groups.setdefault(c.name.split(".", 1)[0], []).append(i)
-    return [members for members in groups.values() if len(members) > 1]
+def unfit(name: str, shown: str, inner: str) -> str:
+    """SQL of the reason `column <name>: <shown> does not fit <inner>` (`shown`: SQL of the value)."""
+    return f"concat({quote_str(f'column {name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
 
 
 def nested_reasons(columns: list[Column], lengths: list[str]) -> list[str]:
@@ -65,6 +66,7 @@ def finals(columns: list[Column], texts: list[str], present: list[str], extract:
 
 
 def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) -> list[str]:
+    """multiIf arms: a column's text (`texts`, where `present`) does not convert into its type."""
     parts = []
     for i, col in enumerate(columns):
         conv = conversion(texts[i], col.type)
@@ -72,19 +74,32 @@ def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) 
             continue
         inner = strip_wrappers(col.type)[0]
         shown = f"if(empty({texts[i]}), '\"\"', substring({texts[i]}, 1, 200))"
-        message = f"concat({quote_str(f'column {col.name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
-        parts.append(f"{present[i]} AND ({conv}) IS NULL, {message}")
+        parts.append(f"{present[i]} AND ({conv}) IS NULL, {unfit(col.name, shown, inner)}")
     return parts
+
+
+def refused_conditions(col: Column, text: str, present: str) -> list[str]:
+    """multiIf arms: a value of a PLAIN_SCALARS column the JSON parser refused (`text`, where
+    `present`), named. A cast takes `yes` for a Bool, the reader not: only true/false/0/1 fit."""
+    inner = strip_wrappers(col.type)[0]
+    if inner not in PLAIN_SCALARS:
+        return []
+    bad = (
+        f"lower({text}) NOT IN ('true', 'false', '0', '1')"
+        if inner == "Bool"
+        else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
+    )
+    return [f"{present} AND {bad}, {unfit(col.name, f'substring({text}, 1, 200)', inner)}"]
 
 
 def range_reasons(columns: list[Column]) -> str:
     """SQL over a row the engine parsed with checked types as text (`read_type`): why its
     values do not fit their columns ('' when they do)."""
-    reasons = [
-        f"if(isNotNull({quote_ident(c.name)}) AND ({conversion(quote_ident(c.name), c.type)}) IS NULL, "
-        f"concat({quote_str(f'column {c.name}: ')}, if(empty({quote_ident(c.name)}), '\"\"', {quote_ident(c.name)}), "
-        f"{quote_str(' does not fit ' + strip_wrappers(c.type)[0])}), '')"
-        for c in columns
-        if read_as_text(c.type)
-    ]
+    reasons = []
+    for c in columns:
+        if read_as_text(c.type):
+            ident = quote_ident(c.name)
+            shown = f"if(empty({ident}), '\"\"', {ident})"
+            reason = unfit(c.name, shown, strip_wrappers(c.type)[0])
+            reasons.append(f"if(isNotNull({ident}) AND ({conversion(ident, c.type)}) IS NULL, {reason}, '')")
     return f"arrayStringConcat(arrayFilter(x -> x != '', [{', '.join(reasons)}]), '; ')" if reasons else "''"

@@ -11,12 +11,13 @@ many of its values are missing; the mask says which columns had some.
 
 from __future__ import annotations
 
-from chute.load.context import LoadContext
-from chute.load.values import SENTINEL_TEXT, default_of, strip_wrappers
+from chute.load.checks.types import default_of, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 from chute.targets.staging import MASK_COLUMN
-from chute.units import Unit
+
+SENTINEL_TEXT = "chute: a value is missing"
+"""The message of a read that met a missing value while reading without the count (`sentinel`)."""
 
 INPUT_ALIAS = internal("in")
 """The input's name in a SELECT that counts missing values: its columns as read, by `<INPUT_ALIAS>.name`
@@ -101,20 +102,6 @@ def mask_sql(flags: list[tuple[int, str]], kept: str | None = None) -> str:
     return f"{sql} AS {quote_ident(MASK_COLUMN)}"
 
 
-def record_missing(ctx: LoadContext, batch: list[Unit], found: dict[str, tuple[int, int]] | None) -> None:
-    """A committed batch's missing values (keyed by `_source`, or "" for the whole stage) as the
-    load's, per unit key (chute.load.outcome.done reports them)."""
-    if not found:
-        return
-    keys = {u.source_name: u.key for u in batch}
-    with ctx.lock:
-        if any(rows for rows, _ in found.values()):
-            ctx.missing_formats.update(u.fmt.format for u in batch)
-        for source, (rows, mask) in found.items():
-            key = batch[0].key if len(batch) == 1 else keys.get(source, source)
-            ctx.missing[key] = (rows, mask)  # (a batch written again replaces what it counted)
-
-
 def column_names(mask: int, columns: list[Column]) -> list[str]:
     """The input columns a mask names (the last bit: every column from the 64th on)."""
     names = [c.name for i, c in enumerate(columns[: MASK_BITS - 1]) if mask >> i & 1]
@@ -127,7 +114,7 @@ PROBED_FORMATS = frozenset({"JSONEachRow", "CSV", "TSV"})
 """Formats read first without the count (`sentinel`): a clean file costs nothing more. A
 JSON null or absent key, or a CSV/TSV `\\N` or empty CSV field, takes the read column's
 DEFAULT expression, which fails the read (a column read as text checks its emptiness
-instead: values.fast_read); the batch is then read again with the count (its units are in
+instead: `text_missing`); the batch is then read again with the count (its units are in
 `LoadContext.with_missing`)."""
 
 
@@ -143,3 +130,12 @@ def without_nullable(type_sql: str) -> str:
     if type_sql.startswith("Nullable(") and type_sql.endswith(")"):
         return type_sql[len("Nullable(") : -1]
     return type_sql
+
+
+def text_missing(ref: str, json: bool, nullable: bool) -> str:
+    """SQL: the text of a column read as text by the fast path (`ref`: how the query names it) is
+    missing, so the column takes its NULL or default: no key or null in JSON, an empty field
+    (or `\\N`, which the parser reads as one) in CSV/TSV."""
+    if json:
+        return f"isNull({ref})"
+    return f"empty(ifNull({ref}, ''))" if nullable else f"empty({ref})"
