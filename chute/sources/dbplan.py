@@ -9,8 +9,9 @@ Pure functions (no server, no engine), so the choices can be tested alone:
   row count is known once it has loaded.
 - `choose_streams`: how many connections read at once. Each stream costs about
   one core on each side (the server writing rows, the engine parsing them), so
-  never more than the client's cores, half of them when the server runs on the
-  same machine, and no more than the server's parallel workers otherwise.
+  never more than the client's cores, half of them (two at least) when the
+  server runs on the same machine, and no more than the server's parallel
+  workers otherwise.
 - `pg_ident`, `pg_str`, `mysql_ident`, `mysql_str`: quoting for SQL run on the
   server itself (names come from users).
 """
@@ -118,9 +119,10 @@ def choose_streams(client: int, local: bool, server: int | None, override: int |
     if local:
         if client == 1:
             return Streams(1, "the server is on this machine; this process may use 1 core")
-        return Streams(
-            max(1, client // 2), f"the server is on this machine: half the {client} cores this process may use"
-        )
+        # Half the cores, and two at least: one stream keeps one core of the engine busy (its reader
+        # thread reads, converts and names every row) while the server's backend waits on it.
+        count = max(2, client // 2)
+        return Streams(count, f"the server is on this machine: {count} of the {client} cores this process may use")
     if server is None:
         count = max(1, min(client, UNKNOWN_SERVER))
         return Streams(count, f"{client} cores here, the server's workers unknown (at most {UNKNOWN_SERVER})")
