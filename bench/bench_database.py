@@ -74,7 +74,7 @@ CHECKSUM = {
         "sum(toUInt8(flag)) AS flags FROM t"
     ),
     "issue45": (
-        "SELECT count() AS n, sum(id) AS ids, toString(sum(amount)) AS amount, countIf(amount IS NULL) AS nulls, "
+        "SELECT count() AS n, sum(id) AS ids, toString(sum(amount)) AS amounts, countIf(amount IS NULL) AS nulls, "
         "sum(toUnixTimestamp64Micro(at)) AS at, sum(cityHash64(name)) AS text, sum(toUInt8(flag)) AS flags FROM t"
     ),
 }
