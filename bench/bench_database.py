@@ -86,9 +86,11 @@ from chute.sql import quote_str
 conn = chdb.connect(sys.argv[1])
 structure, fmt = sys.argv[2], sys.argv[3]
 conn.query(f"CREATE TABLE t ({structure}) ENGINE = MergeTree ORDER BY tuple()")
+# (mariadb --batch writes NULL as the word)
+nulls = ", format_tsv_null_representation = 'NULL'" if fmt == "TSV" else ""
 conn.query(
     f"INSERT INTO t SELECT * FROM file('/dev/stdin', {quote_str(fmt)}, {quote_str(structure)}) "
-    "SETTINGS date_time_input_format = 'best_effort'"
+    f"SETTINGS date_time_input_format = 'best_effort'{nulls}"
 )
 """
 

@@ -76,6 +76,9 @@ def test_streams_on_a_shared_small_box_are_two() -> None:
     assert alone.count == 1 and alone.why == "the server is on this machine; this process may use 1 core"
     assert choose_streams(client=3, local=True, server=None, override=None).count == 2
     assert choose_streams(client=16, local=True, server=None, override=None).count == 8
+    # MariaDB: half the cores (a second stream on 2 cores gained nothing there).
+    mysql = choose_streams(client=2, local=True, server=None, override=None, dialect="mysql")
+    assert mysql.count == 1 and mysql.why == "the server is on this machine: 1 of the 2 cores this process may use"
 
 
 def test_streams_to_another_machine_take_the_fewer_cores() -> None:
