@@ -9,9 +9,8 @@ Pure functions (no server, no engine), so the choices can be tested alone:
   row count is known once it has loaded.
 - `choose_streams`: how many connections read at once. Each stream costs about
   one core on each side (the server writing rows, the engine parsing them), so
-  never more than the client's cores, half of them (for PostgreSQL two at
-  least) when the server runs on the same machine, and no more than the
-  server's parallel workers otherwise.
+  never more than the client's cores, half of them when the server runs on the
+  same machine, and no more than the server's parallel workers otherwise.
 - `pg_ident`, `pg_str`, `mysql_ident`, `mysql_str`: quoting for SQL run on the
   server itself (names come from users).
 """
@@ -111,9 +110,7 @@ class Streams:
         return f"{table}: read by {ran} stream{plural}{capped}: {self.why}"
 
 
-def choose_streams(
-    client: int, local: bool, server: int | None, override: int | None, dialect: str = "postgresql"
-) -> Streams:
+def choose_streams(client: int, local: bool, server: int | None, override: int | None) -> Streams:
     """Streams for one table: `client` cores here, the server on this machine or not, its parallel workers
     (None: unknown), `?streams=N` (None: not given)."""
     if override is not None:
@@ -121,11 +118,9 @@ def choose_streams(
     if local:
         if client == 1:
             return Streams(1, "the server is on this machine; this process may use 1 core")
-        # Half the cores; for PostgreSQL two at least: one stream kept one core busy (the engine's
-        # reader thread reads, converts and names every row) while the server's backend waited on
-        # it. MariaDB gained nothing from a second stream on 2 cores (bench/README.md, issue 45).
-        count = max(2 if dialect == "postgresql" else 1, client // 2)
-        return Streams(count, f"the server is on this machine: {count} of the {client} cores this process may use")
+        return Streams(
+            max(1, client // 2), f"the server is on this machine: half the {client} cores this process may use"
+        )
     if server is None:
         count = max(1, min(client, UNKNOWN_SERVER))
         return Streams(count, f"{client} cores here, the server's workers unknown (at most {UNKNOWN_SERVER})")

@@ -26,8 +26,8 @@ describes the table: two connections at once, ~0.06-0.1 s on a busy 2-core box.
   interrupted attempt left (by `_source`) and loads them again.
 - The ranges of one batch are read by `streams` connections at once (adjacent
   ranges of a connection read as one range): the client's cores (CPU affinity
-  and cgroup quota), half of them (PostgreSQL: two at least) when the server is
-  on this machine (loopback), else no more than the server's parallel workers; `?streams=N`
+  and cgroup quota), half of them when the server is on this machine
+  (loopback), else no more than the server's parallel workers; `?streams=N`
   sets it. The report's notes say how many and why.
 - `--cursor COL` (a column that only grows, such as updated_at): each run loads
   the rows with COL in (largest COL loaded before, largest COL now], as one unit

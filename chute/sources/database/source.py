@@ -72,7 +72,7 @@ class DatabaseSource(SourceBase):
         local = is_local(url.host)
         # The server's workers matter only when it has cores of its own and this side has more than one.
         server = None if url.streams is not None or local or cores == 1 else table.server_workers()
-        return choose_streams(cores, local, server, url.streams, url.dialect)
+        return choose_streams(cores, local, server, url.streams)
 
     def close(self) -> None:
         """Drop the tables the load read through (see `read_as_text`)."""
