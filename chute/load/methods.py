@@ -185,7 +185,7 @@ class Methods:
         unchecked = self.unchecked_by_server(unit)
         if not unchecked:
             return True
-        spare_client = self.ctx.opts.spare == "client"
+        spare_client = self.ctx.opts.spare == "client" or unit.key in self.parse.mixed
         if method == "server-parse" and self.ctx.opts.method == "auto" and self.ctx.fill_provenance and spare_client:
             checked_after = self.parse.verifier.columns(unit, unchecked)
             if checked_after is not None:  # chute checks what the server stored (chute.load.verify)
@@ -194,6 +194,8 @@ class Methods:
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
         spare = "; --spare-client lets it parse integers and dates while chute checks them"
         also = spare if method == "server-parse" else ""
+        if self.parse.mix is not None and method == "server-parse":
+            return False  # (auto converts it here: the report's methods say why)
         if self.ctx.opts.method == method:
             self.ctx.note(
                 f"--method {method}: the server parses values itself; out-of-range values of {columns} "
@@ -325,7 +327,11 @@ class Methods:
                 if reason not in ctx.report.method_why:
                     ctx.report.method_why.append(reason)
             # (chute counts them in the files whose values it checks after the server: chute.load.verify)
-            uncounted = [u for u in batch if method == "server-side" or u.key not in self.parse.verified]
+            uncounted = [
+                u
+                for u in batch
+                if method == "server-side" or u.key not in self.parse.verified or u.key in self.parse.uncounted
+            ]
             if method != "client-convert" and any(
                 watched(c, u.fmt.format) for u in uncounted for c in ctx.input_columns()
             ):

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from chute.capabilities import Capabilities
 from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
+from chute.load.balance import Share, cores_apart, parsed_units, share
 from chute.load.context import LoadContext
 from chute.load.missing import record_missing
 from chute.load.posts import Posts
 from chute.load.sizing import uncompressed_size
-from chute.load.verify import Verifier, checked_stages, missing_values
+from chute.load.verify import Fingerprint, Verifier, checked_stages, missing_values
 from chute.remote.http import retry
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
@@ -112,6 +113,11 @@ class ServerParse:
         self._checks: ThreadPoolExecutor | None = None
         self.verified: dict[str, list[Column]] = {}
         """Units whose values chute checks after the server parsed them (chute.load.verify)."""
+        self.uncounted: set[str] = set()
+        """Verified units whose missing values chute did not count (the cheap proof)."""
+        self.mix: Share | None = None
+        self.mixed: set[str] = set()
+        """Units auto lets the server parse, checked, beside the ones converted here (chute.load.balance)."""
 
     # -- the choice -------------------------------------------------------------
 
@@ -167,6 +173,27 @@ class ServerParse:
             return f"over {ONE_BLOCK_BYTES // 2**20} MiB uncompressed (the server holds one file as one block)"
         return None
 
+    def balance(self, units: list[Unit], unchecked: Callable[[Unit], list[str]]) -> None:
+        """auto, before the batches are made: which JSON-lines files the server parses, checked,
+        while this machine converts the others (chute.load.balance), where the server's parser would
+        change values unchecked and chute can prove them after it. Asked once per load."""
+        ctx = self.ctx
+        if ctx.opts.method != "auto" or ctx.opts.spare is not None or not ctx.fill_provenance or not units:
+            return
+        if not ctx.is_server() or self.mix is not None:
+            return
+        sizes = []
+        for unit in units:
+            columns = unchecked(unit) if self.blocker(unit) is None else None
+            if not columns or self.verifier.columns(unit, columns) is None:
+                return  # (one way for the whole load where a file cannot go both)
+            sizes.append((unit.key, uncompressed_size(unit) or unit.size))
+        address = getattr(ctx.target, "address", None)
+        client = usable_cores()
+        apart, server = cores_apart(str(getattr(address, "host", "")), client, self.server().cores)
+        self.mix = share(apart, client, server)
+        self.mixed = parsed_units(sizes, self.mix.parse)
+
     def choose(self, unit: Unit, server_parses: Callable[[Unit, str], bool]) -> bool:
         """Whether the server parses `unit` (remembered per unit; `why` says why)."""
         with self._lock:
@@ -193,7 +220,11 @@ class ServerParse:
         if blocker is not None:
             return False, f"the server cannot parse it with everything kept: {blocker}"
         if not server_parses(unit, "server-parse"):
+            if self.mix is not None:
+                return False, f"auto: {self.mix.why}"
             return False, "the server's parser would change values unchecked (see notes)"
+        if unit.key in self.mixed and self.mix is not None:
+            return True, f"auto: {self.mix.why}"
         client = usable_cores()
         if ctx.opts.spare == "server":
             return False, "--spare-server: parsed here, the server only stores"
@@ -420,6 +451,8 @@ class ServerParse:
                 for future in filling:  # none still writing into a stage that is dropped
                     future.cancel() or future.exception()
             mine = checking.result() if checking else {}
+            with self._lock:  # (the cheap proof reads the checked columns only: chute.load.textproof)
+                self.uncounted.update(k for k, f in mine.items() if isinstance(f, Fingerprint) and not f.counted)
             rows = checked_stages(ctx.target, batch, stages, refused, mine, columns)
             for unit in [u for u in batch if rows.get(u.key)]:
                 try:  # a CSV quote never closed took the rest of the file as one field
