@@ -7,14 +7,14 @@ Each way costs each side CPU in proportion to the bytes it parses. Measured on t
 (1 M rows, 400 MB of JSON in 20 gzip files, 18.16, bench/bench_split.py, bench/README.md), in
 CPU seconds per GB of uncompressed input:
 
-    client-convert    this machine 5.4    the server 3.2
-    checked parse     this machine 3.8    the server 6.0
+    client-convert    this machine 5.5    the server 3.3
+    checked parse     this machine 4.9    the server 6.4
 
 Where the server has cores of its own (another host, or this one with chute held to some of its
 cores by taskset or a cgroup), both sides work at once and the load takes as long as the busier
 side: auto gives the server the share of the bytes that ends both sides together. Where both
 share the same cores, every CPU second counts against the same cores: the way with the least
-CPU in all wins (client-convert, 8.6 against 9.8).
+CPU in all wins (client-convert, 8.8 against 11.3).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CONVERT_CLIENT = 5.4
-CONVERT_SERVER = 3.2
-PARSE_CLIENT = 3.8
-PARSE_SERVER = 6.0
+CONVERT_CLIENT = 5.5
+CONVERT_SERVER = 3.3
+PARSE_CLIENT = 4.9
+PARSE_SERVER = 6.4
 """CPU seconds per GB of uncompressed input (module docstring)."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 MIN_SHARE = 0.1
@@ -40,11 +40,11 @@ class Share:
     why: str
 
 
-def cores_apart(host: str, client_cores: int, server_cores: int) -> tuple[bool, int]:
+def cores_apart(host: str, client_cores: int, server_cores: int, machine: int | None = None) -> tuple[bool, int]:
     """(whether the server computes on cores of its own, how many). On this host, it does only
     where this process may use fewer cores than the machine has (the rest are taken to be the
     server's: an 18.16 server counts every core as its own whatever its affinity)."""
-    machine = os.cpu_count() or 1
+    machine = machine or os.cpu_count() or 1
     if host.lower() not in LOCAL_HOSTS:
         return True, server_cores
     if client_cores >= machine:
@@ -97,3 +97,12 @@ def parsed_units(sizes: Sequence[tuple[str, int]], fraction: float) -> set[str]:
         chosen.add(key)
         taken += size
     return chosen
+
+
+def shared_out(
+    sizes: Sequence[tuple[str, int]], host: str, client_cores: int, server_cores: int
+) -> tuple[Share, set[str]]:
+    """auto's share for a load of these units (key, uncompressed bytes), and the units the server parses."""
+    apart, server = cores_apart(host, client_cores, server_cores)
+    got = share(apart, client_cores, server)
+    return got, parsed_units(sizes, got.parse)

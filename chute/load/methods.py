@@ -15,11 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from chute.capabilities import Capabilities
+from chute.cores import usable_cores
 from chute.errors import ChuteError, UsageError
+from chute.load.balance import shared_out
 from chute.load.context import LoadContext
 from chute.load.missing import watched
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
+from chute.load.sizing import uncompressed_size
 from chute.load.typedvalues import binary_read
 from chute.load.values import checked, strip_wrappers
 from chute.schema import Column
@@ -191,11 +194,11 @@ class Methods:
             if checked_after is not None:  # chute checks what the server stored (chute.load.verify)
                 self.parse.verified[unit.key] = checked_after
                 return True
+        if method == "server-parse" and self.parse.mix is not None and self.parse.mix.parse > 0:
+            return False  # (auto shares the files between the two ways: the report's methods say why)
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
         spare = "; --spare-client lets it parse integers and dates while chute checks them"
         also = spare if method == "server-parse" else ""
-        if self.parse.mix is not None and method == "server-parse":
-            return False  # (auto converts it here: the report's methods say why)
         if self.ctx.opts.method == method:
             self.ctx.note(
                 f"--method {method}: the server parses values itself; out-of-range values of {columns} "
@@ -209,6 +212,24 @@ class Methods:
             f"chute reads and checks them (--method {method} lets the server parse{also})"
         )
         return False
+
+    def balance(self, units: list[Unit]) -> None:
+        """auto, before the batches are made: which JSON-lines files the server parses, checked,
+        while this machine converts the others (chute.load.balance). Asked once per load."""
+        ctx, parse = self.ctx, self.parse
+        if ctx.opts.method != "auto" or ctx.opts.spare is not None or not ctx.fill_provenance or not units:
+            return
+        if not ctx.is_server() or parse.mix is not None:
+            return
+
+        def both_ways(unit: Unit) -> bool:
+            columns = self.unchecked_by_server(unit) if parse.blocker(unit) is None else None
+            return bool(columns) and parse.verifier.columns(unit, columns or []) is not None
+
+        if all(both_ways(u) for u in units):  # (else one way for the whole load, as before)
+            host = str(getattr(getattr(ctx.target, "address", None), "host", ""))
+            sizes = [(u.key, uncompressed_size(u) or u.size) for u in units]
+            parse.mix, parse.mixed = shared_out(sizes, host, usable_cores(), parse.server().cores)
 
     def server_side_possible(self, unit: Unit) -> bool:
         """Whether a server target may read `unit` itself (before any probe): such units

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from chute.capabilities import Capabilities
 from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
-from chute.load.balance import Share, cores_apart, parsed_units, share
+from chute.load.balance import Share
 from chute.load.context import LoadContext
 from chute.load.missing import record_missing
 from chute.load.posts import Posts
@@ -117,7 +117,7 @@ class ServerParse:
         """Verified units whose missing values chute did not count (the cheap proof)."""
         self.mix: Share | None = None
         self.mixed: set[str] = set()
-        """Units auto lets the server parse, checked, beside the ones converted here (chute.load.balance)."""
+        """Units auto lets the server parse, checked, beside those converted here (Methods.balance)."""
 
     # -- the choice -------------------------------------------------------------
 
@@ -172,27 +172,6 @@ class ServerParse:
         if size > ONE_BLOCK_BYTES:
             return f"over {ONE_BLOCK_BYTES // 2**20} MiB uncompressed (the server holds one file as one block)"
         return None
-
-    def balance(self, units: list[Unit], unchecked: Callable[[Unit], list[str]]) -> None:
-        """auto, before the batches are made: which JSON-lines files the server parses, checked,
-        while this machine converts the others (chute.load.balance), where the server's parser would
-        change values unchecked and chute can prove them after it. Asked once per load."""
-        ctx = self.ctx
-        if ctx.opts.method != "auto" or ctx.opts.spare is not None or not ctx.fill_provenance or not units:
-            return
-        if not ctx.is_server() or self.mix is not None:
-            return
-        sizes = []
-        for unit in units:
-            columns = unchecked(unit) if self.blocker(unit) is None else None
-            if not columns or self.verifier.columns(unit, columns) is None:
-                return  # (one way for the whole load where a file cannot go both)
-            sizes.append((unit.key, uncompressed_size(unit) or unit.size))
-        address = getattr(ctx.target, "address", None)
-        client = usable_cores()
-        apart, server = cores_apart(str(getattr(address, "host", "")), client, self.server().cores)
-        self.mix = share(apart, client, server)
-        self.mixed = parsed_units(sizes, self.mix.parse)
 
     def choose(self, unit: Unit, server_parses: Callable[[Unit, str], bool]) -> bool:
         """Whether the server parses `unit` (remembered per unit; `why` says why)."""

@@ -86,7 +86,8 @@ def proof_layers(names: list[str], types: list[str], source: str, keep: str) -> 
     )
     pieces = [parsed(t, f"x{j}") for j, t in enumerate(types)]
     values = ", ".join(f"{value} AS v{j}" for j, (value, _) in enumerate(pieces))
-    proof = " AND ".join(f"(c{j} = 1 AND {ok})" for j, (_, ok) in enumerate(pieces)) or "1"
+    # (A NULL is no proof: a date that does not parse makes the comparison NULL.)
+    proof = " AND ".join(f"(c{j} = 1 AND ifNull({ok}, 0))" for j, (_, ok) in enumerate(pieces)) or "1"
     sql = (
         f"SELECT {keep}, {values}, {proof} AS proved FROM (SELECT {keep}, {texts} FROM "
         f"(SELECT {keep}, {tails} FROM ({source})))"

@@ -162,7 +162,7 @@ def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouse
     _write_lines(numbers / "n.json.gz", [json.dumps({"n": j}) for j in range(50)])
     read_here = chute.load([str(numbers)], table="t3", target=url)
     assert read_here.methods == {"client-convert": 1}
-    assert "change values unchecked" in read_here.method_why[0], read_here.method_why
+    assert "auto: the server shares this machine's cores: client-convert costs the least CPU" in read_here.method_why[0]
     assert any("--spare-client lets it parse integers and dates" in n for n in read_here.notes), read_here.notes
     checked = chute.load([str(numbers)], table="t6", target=url, options=chute.LoadOptions(spare="client"))
     assert checked.methods == {"server-parse": 1}
