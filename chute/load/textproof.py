@@ -26,6 +26,8 @@ from chute.sql import quote_str
 _INTEGER = re.compile(r"^(U?)Int(8|16|32|64)$")
 _DATETIME = re.compile(r"^DateTime(\(\s*'[^']*'\s*\))?$")
 _DIGITS = "'^-?[1-9][0-9]{0,18}$|^0$'"
+TAIL = 24
+"""Bytes looked at after a key: the longest plain text (a quoted time, 22) and its `,` or `}`."""
 
 
 def key_text(name: str) -> str | None:
@@ -77,7 +79,7 @@ def proof_layers(names: list[str], types: list[str], source: str, keep: str) -> 
     assert all(k is not None for k in keys)
     tails = ", ".join(
         f"countSubstrings(line, {quote_str(k or '')}) AS c{j}, "
-        f"substring(line, position(line, {quote_str(k or '')}) + {len(k or '')}, 48) AS t{j}"
+        f"substring(line, position(line, {quote_str(k or '')}) + {len(k or '')}, {TAIL}) AS t{j}"
         for j, k in enumerate(keys)
     )
     texts = ", ".join(
