@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import chute
+from chute.load import methods
 from chute.load.serverparse import ServerParse
 from chute.load.verify import Verifier, hash_sums
 from chute.sql import quote_ident
@@ -146,7 +147,12 @@ def test_row_numbers_the_server_got_wrong_are_read_here(
     _check_provenance(server_url, paths, report.load_id)
 
 
-def test_auto_chooses_and_says_why(tmp_path: Path, clickhouse_server: ClickHouseServer) -> None:
+def test_auto_chooses_and_says_why(
+    tmp_path: Path, clickhouse_server: ClickHouseServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chute free to use every core of the machine the server runs on (else auto shares the
+    # files between the ways: test_server_parse_share.py)
+    monkeypatch.setattr(methods, "usable_cores", lambda: os.cpu_count() or 1)
     data = tmp_path / "data"
     _strings(data, files=2, rows=100)
     url = _fresh(clickhouse_server, "auto")
