@@ -4,7 +4,9 @@ Imports and warms up before the clock starts (a fresh interpreter is not what is
 loads once, and prints one JSON line: seconds, this process's CPU seconds, bytes sent.
 
     python bench/split_client.py raw HOST PORT DATABASE FORMAT GZIPPED FILE...
-    python bench/split_client.py chute METHOD TARGET_URL DIRECTORY
+    python bench/split_client.py chute METHOD TARGET_URL DIRECTORY [SPARE]
+
+SPARE is chute's --spare-client/--spare-server as `client` or `server` (default: neither).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def raw(host: str, port: str, database: str, fmt: str, gzipped: str, files: list[str]) -> dict[str, float]:
+def raw(host: str, port: str, database: str, fmt: str, gzipped: str, files: list[str]) -> dict[str, object]:
     from bench import baselines
 
     target = baselines.HttpInsert(
@@ -38,13 +40,15 @@ def raw(host: str, port: str, database: str, fmt: str, gzipped: str, files: list
         return {"seconds": time.perf_counter() - t0, "cpu": _cpu() - cpu0, "sent": sent}
 
 
-def chute_load(method: str, target: str, directory: str) -> dict[str, float]:
+def chute_load(method: str, target: str, directory: str, spare: str = "") -> dict[str, object]:
     import chute
     from chute.engine import shared_engine
 
     shared_engine()  # the engine started, as a long-running loader has it
     cpu0, t0 = _cpu(), time.perf_counter()
-    report = chute.load([directory], table="t", target=target, options=chute.LoadOptions(method=method))
+    report = chute.load(
+        [directory], table="t", target=target, options=chute.LoadOptions(method=method, spare=spare or None)
+    )
     seconds = time.perf_counter() - t0
     if not report.ok:
         raise SystemExit(f"chute failed: {[f.error for f in report.files if f.error]}")
@@ -54,6 +58,7 @@ def chute_load(method: str, target: str, directory: str) -> dict[str, float]:
         "sent": report.bytes_sent,
         "rows": report.rows_loaded,
         "methods": report.methods,
+        "why": report.method_why,
     }
 
 

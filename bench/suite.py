@@ -185,6 +185,8 @@ class Result:
     """Why the method could not run on this data set (then nothing else is set)."""
     chute_methods: dict[str, int] = field(default_factory=dict)
     """chute into a server: files per method that ran (the report's `methods`)."""
+    why: list[str] = field(default_factory=list)
+    """chute into a server: why each method ran (the report's `method_why`)."""
 
     @property
     def rows_per_s(self) -> float:
@@ -306,7 +308,7 @@ class Bench:
         if pid is None:
             raise BenchError("split cores: no server process to pin")
         if method.chute:
-            args = ["chute", method.chute_method, f"{self.server.url}/{database}", str(ds.directory)]
+            args = ["chute", method.chute_method, f"{self.server.url}/{database}", str(ds.directory), method.spare]
         else:
             args = ["raw", "127.0.0.1", str(self.server.http_port), database, ds.server_format]
             args += ["1" if ds.gzipped else "0", *[str(f) for f in ds.files]]
@@ -326,6 +328,7 @@ class Bench:
         out = json.loads(done.stdout.strip().splitlines()[-1])
         result.client_cpu.append(float(out["cpu"]))
         result.chute_methods = dict(out.get("methods", {}))
+        result.why = list(out.get("why", []))
         return float(out["seconds"]), int(out["sent"])
 
     def bare_engine(self, ds: DataSet, database: str) -> int | None:
@@ -364,6 +367,8 @@ class Method:
     """chute's --method for a server target."""
     split: bool = False
     """Split cores: the server pinned to core 0, the client (a process of its own) to core 1."""
+    spare: str = ""
+    """chute's --spare-client / --spare-server (`client`, `server`), or neither."""
 
 
 STREAMS_ONLY = {"py_json", "py_orjson"}
@@ -422,6 +427,15 @@ METHODS = [
         "server",
         chute=True,
         extra="provenance",
+        split=True,
+    ),
+    Method(
+        "split_verified",
+        "split cores: chute -> server, server-parse checked (--spare-client)",
+        "server",
+        chute=True,
+        extra="provenance",
+        spare="client",
         split=True,
     ),
     Method(

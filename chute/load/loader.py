@@ -184,6 +184,7 @@ class Loader:
                 "found to replace them; they are loaded again"
             )
         ready = [u for u in plan.load if self._precheck(u, plan)]
+        self.methods.balance(ready)  # (auto: which files go which way)
         found = batches(ctx, self.methods, ready)
         ctx.single_batch = len(found) == 1 and ctx.claims is None
         # Files the server parses: one request each, as many at once as keep its cores busy

@@ -15,13 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from chute.capabilities import Capabilities
+from chute.cores import usable_cores
 from chute.errors import ChuteError, UsageError
+from chute.load.balance import shared_out
 from chute.load.checks.missing import watched
 from chute.load.checks.typed import binary_read
 from chute.load.checks.types import checked, strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.options import LoadOptions
 from chute.load.serverparse import ServerParse, server_time
+from chute.load.sizing import uncompressed_size
 from chute.schema import Column
 from chute.sources.base import ROW_NUMBER_FORMATS, ServerReadable, Source
 from chute.sql import quote_ident, quote_str
@@ -185,12 +188,14 @@ class Methods:
         unchecked = self.unchecked_by_server(unit)
         if not unchecked:
             return True
-        spare_client = self.ctx.opts.spare == "client"
+        spare_client = self.ctx.opts.spare == "client" or unit.key in self.parse.mixed
         if method == "server-parse" and self.ctx.opts.method == "auto" and self.ctx.fill_provenance and spare_client:
             checked_after = self.parse.verifier.columns(unit, unchecked)
             if checked_after is not None:  # chute checks what the server stored (chute.load.verify)
                 self.parse.verified[unit.key] = checked_after
                 return True
+        if method == "server-parse" and self.parse.mix is not None and self.parse.mix.parse > 0:
+            return False  # (auto shares the files between the two ways: the report's methods say why)
         columns = ", ".join(unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
         spare = "; --spare-client lets it parse integers and dates while chute checks them"
         also = spare if method == "server-parse" else ""
@@ -207,6 +212,24 @@ class Methods:
             f"chute reads and checks them (--method {method} lets the server parse{also})"
         )
         return False
+
+    def balance(self, units: list[Unit]) -> None:
+        """auto, before the batches are made: which JSON-lines files the server parses, checked,
+        while this machine converts the others (chute.load.balance). Asked once per load."""
+        ctx, parse = self.ctx, self.parse
+        if ctx.opts.method != "auto" or ctx.opts.spare is not None or not ctx.fill_provenance or not units:
+            return
+        if not ctx.is_server() or parse.mix is not None:
+            return
+
+        def both_ways(unit: Unit) -> bool:
+            columns = self.unchecked_by_server(unit) if parse.blocker(unit) is None else None
+            return bool(columns) and parse.verifier.columns(unit, columns or []) is not None
+
+        if all(both_ways(u) for u in units):  # (else one way for the whole load, as before)
+            host = str(getattr(getattr(ctx.target, "address", None), "host", ""))
+            sizes = [(u.key, uncompressed_size(u) or u.size) for u in units]
+            parse.mix, parse.mixed = shared_out(sizes, host, usable_cores(), parse.server().cores)
 
     def server_side_possible(self, unit: Unit) -> bool:
         """Whether a server target may read `unit` itself (before any probe): such units
@@ -325,7 +348,11 @@ class Methods:
                 if reason not in ctx.report.method_why:
                     ctx.report.method_why.append(reason)
             # (chute counts them in the files whose values it checks after the server: chute.load.verify)
-            uncounted = [u for u in batch if method == "server-side" or u.key not in self.parse.verified]
+            uncounted = [
+                u
+                for u in batch
+                if method == "server-side" or u.key not in self.parse.verified or u.key in self.parse.uncounted
+            ]
             if method != "client-convert" and any(
                 watched(c, u.fmt.format) for u in uncounted for c in ctx.input_columns()
             ):

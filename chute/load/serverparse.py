@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from chute.capabilities import Capabilities
 from chute.cores import usable_cores
 from chute.errors import ChuteError, CommitUncertain, TargetError, TransientTargetError, UsageError
+from chute.load.balance import Share
 from chute.load.context import LoadContext
 from chute.load.outcome import record_missing
 from chute.load.posts import Posts
 from chute.load.sizing import uncompressed_size
-from chute.load.verify import Verifier, checked_stages, missing_values
+from chute.load.verify import Fingerprint, Verifier, checked_stages, missing_values
 from chute.remote.http import retry
 from chute.schema import Column
 from chute.sql import TableName, quote_ident, quote_str
@@ -112,6 +113,11 @@ class ServerParse:
         self._checks: ThreadPoolExecutor | None = None
         self.verified: dict[str, list[Column]] = {}
         """Units whose values chute checks after the server parsed them (chute.load.verify)."""
+        self.uncounted: set[str] = set()
+        """Verified units whose missing values chute did not count (the cheap proof)."""
+        self.mix: Share | None = None
+        self.mixed: set[str] = set()
+        """Units auto lets the server parse, checked, beside those converted here (Methods.balance)."""
 
     # -- the choice -------------------------------------------------------------
 
@@ -193,7 +199,11 @@ class ServerParse:
         if blocker is not None:
             return False, f"the server cannot parse it with everything kept: {blocker}"
         if not server_parses(unit, "server-parse"):
+            if self.mix is not None:
+                return False, f"auto: {self.mix.why}"
             return False, "the server's parser would change values unchecked (see notes)"
+        if unit.key in self.mixed and self.mix is not None:
+            return True, f"auto: {self.mix.why}"
         client = usable_cores()
         if ctx.opts.spare == "server":
             return False, "--spare-server: parsed here, the server only stores"
@@ -420,6 +430,8 @@ class ServerParse:
                 for future in filling:  # none still writing into a stage that is dropped
                     future.cancel() or future.exception()
             mine = checking.result() if checking else {}
+            with self._lock:  # (the cheap proof reads the checked columns only: chute.load.checks.textproof)
+                self.uncounted.update(k for k, f in mine.items() if isinstance(f, Fingerprint) and not f.counted)
             rows = checked_stages(ctx.target, batch, stages, refused, mine, columns)
             for unit in [u for u in batch if rows.get(u.key)]:
                 try:  # a CSV quote never closed took the rest of the file as one field

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from chute.cores import usable_cores
 from chute.errors import ChuteError
 from chute.load.checks.missing import INPUT_ALIAS, SENTINEL_TEXT, mask_sql, watched
+from chute.load.checks.textproof import proof_layers, provable
 from chute.load.checks.types import FastRead, strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
@@ -79,6 +80,8 @@ class Fingerprint:
     sums: tuple[str, ...]
     missing: tuple[int, int]
     """Rows that miss a value, and the mask of the columns missing one (chute.load.checks.missing)."""
+    counted: bool = True
+    """Whether `missing` counts every column (False: the cheap proof, chute.load.checks.textproof)."""
 
 
 class Verifier:
@@ -102,7 +105,44 @@ class Verifier:
         return hash_sums([(quote_ident(c.name), c.type) for c in columns], "_source_row")
 
     def client(self, units: list[Unit], columns: list[Column]) -> dict[str, Fingerprint | ChuteError]:
-        """chute's own read of `units` (one query for all; one per unit where that fails)."""
+        """chute's own read of `units`: the cheap proof first (chute.load.checks.textproof), then the full
+        read of the files it did not prove (one query for all; one per unit where that fails)."""
+        proved = self._proved(units, columns)
+        rest = [u for u in units if u.key not in proved]
+        return {**proved, **self._full(rest, columns)} if rest else proved
+
+    def _proved(self, units: list[Unit], columns: list[Column]) -> dict[str, Fingerprint | ChuteError]:
+        """The fingerprints of the files whose every row the cheap proof takes
+        (chute.load.checks.textproof); {} where it does not apply or fails."""
+        ctx = self.ctx
+        if not units or units[0].fmt.format != "JSONEachRow" or not all(provable(c.name, c.type) for c in columns):
+            return {}
+        parts = []
+        for i, one in enumerate(units):
+            table = ctx.source.table_expression(one, "line String", "LineAsString")
+            parts.append(f"SELECT {i} AS i, line, {self.reads.row_number(one, False)} AS r FROM {table}")
+        rows, values, proved = proof_layers(
+            [c.name for c in columns], [c.type for c in columns], " UNION ALL ".join(parts), "i, r"
+        )
+        sums = hash_sums([(v, c.type) for v, c in zip(values, columns, strict=True)], "r")
+        sql = (
+            f"SELECT i AS {ALIAS}i, count() AS {ALIAS}n, countIf(NOT {proved}) AS {ALIAS}unproved, "
+            f"{', '.join(sums)} FROM ({rows}) GROUP BY i"
+        )
+        settings = {"input_format_parallel_parsing": 0, "max_threads": usable_cores()}
+        try:
+            found_rows = ctx.target.engine.rows(sql, settings, context=f"{units[0].key}: proving the server's values")
+        except ChuteError:
+            return {}
+        found: dict[str, Fingerprint | ChuteError] = {}
+        for got in found_rows:
+            if not int(got[f"{ALIAS}unproved"]):
+                sums_got = tuple(str(got[f"{ALIAS}h{j}"]) for j in range(len(columns)))
+                found[units[int(got[f"{ALIAS}i"])].key] = Fingerprint(int(got[f"{ALIAS}n"]), 0, sums_got, (0, 0), False)
+        return found
+
+    def _full(self, units: list[Unit], columns: list[Column]) -> dict[str, Fingerprint | ChuteError]:
+        """chute's own full read of `units` (one query for all; one per unit where that fails)."""
         try:
             try:
                 return self._read(units, columns, counting=False)
@@ -115,7 +155,7 @@ class Verifier:
                 return {units[0].key: ValuesDiffer(f"{units[0].key}: chute's check of its values failed")}
         found: dict[str, Fingerprint | ChuteError] = {}
         for unit in units:
-            found.update(self.client([unit], columns))
+            found.update(self._full([unit], columns))
         return found
 
     def _read(self, units: list[Unit], columns: list[Column], counting: bool) -> dict[str, Fingerprint | ChuteError]:
