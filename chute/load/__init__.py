@@ -194,7 +194,7 @@ def _listed_first(
 
 
 def _unchanged(entry: LedgerEntry, unit: Unit) -> bool:
-    return entry.state == "done" and entry.identity == unit.identity
+    return entry.state == "done" and unit.matches(entry.identity)
 
 
 def _refuse_mixed(

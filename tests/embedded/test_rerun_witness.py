@@ -85,3 +85,19 @@ def test_an_identity_matches_whatever_witness_was_recorded() -> None:
     assert unit.matches("10:5:beef:7.9") and unit.matches("10:5:beef:8.9")  # (a chmod, a copy of the bytes)
     assert unit.matches("10:5:beef") and unit.matches("10:5")  # ledgers of earlier versions
     assert not unit.matches("10:5:bee") and not unit.matches("10:5:beef0:7.9") and not unit.matches("10:6:beef:7.9")
+
+
+def test_a_file_loaded_before_its_witness_was_settled_is_still_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loaded within WITNESS_AGE_NS of its last change (no witness recorded), then found with
+    one: still the loaded file, before any other check (its header here names no column of
+    the table, which a new file's would be refused for)."""
+    people = tmp_path / "people.csv"
+    people.write_text("name,city\nann,paris\nbob,rome\n")
+    db = str(tmp_path / "db")
+    monkeypatch.setattr(files, "WITNESS_AGE_NS", 10**18)  # (no witness on the first load)
+    assert chute.load([str(people)], table="people", target=db).rows_loaded == 3
+    monkeypatch.setattr(files, "WITNESS_AGE_NS", 0)
+    again = chute.load([str(people)], table="people", target=db, options=chute.LoadOptions(header=True))
+    assert again.ok and again.rows_loaded == 0 and again.files_skipped == 1, [f.error for f in again.files]
