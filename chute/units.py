@@ -25,6 +25,10 @@ class Unit:
     fingerprint: str = ""
     """A hash of the unit's first and last bytes (local files): a file replaced by one of the same
     size with its old mtime restored (`cp -p`, `rsync -t`, `tar x`) is a changed unit."""
+    witness: str = ""
+    """`ctime_ns.inode` of a local file as it was when its fingerprint was read, where that change
+    time was already past (files.WITNESS_AGE): no write, `touch -d` or replacement leaves both
+    as they were, so a later run that finds them so trusts the recorded fingerprint, unread."""
 
     @property
     def source_name(self) -> str:
@@ -39,12 +43,18 @@ class Unit:
     def identity(self) -> str:
         """What must stay equal for the unit to count as unchanged."""
         base = f"{self.size}:{self.etag}" if self.etag else f"{self.size}:{self.mtime_ns}"
-        return f"{base}:{self.fingerprint}" if self.fingerprint else base
+        if not self.fingerprint:
+            return base
+        return f"{base}:{self.fingerprint}:{self.witness}" if self.witness else f"{base}:{self.fingerprint}"
 
     def matches(self, recorded: str) -> bool:
-        """Whether `recorded` (a ledger's identity of this unit) says it is unchanged. A ledger
-        written before fingerprints holds size and mtime alone: equal ones count as unchanged
-        (what that version knew), so an upgrade reloads nothing."""
+        """Whether `recorded` (a ledger's identity of this unit) says it is unchanged: the same
+        size, mtime and fingerprint. Its witness may differ (a `chmod`, a copy of the same bytes):
+        the content is what counts. A ledger written before fingerprints holds size and mtime
+        alone: equal ones count as unchanged (what that version knew), so an upgrade reloads nothing."""
         if recorded == self.identity:
             return True
-        return bool(self.fingerprint) and not self.etag and recorded == f"{self.size}:{self.mtime_ns}"
+        if not self.fingerprint or self.etag:
+            return False
+        content = f"{self.size}:{self.mtime_ns}:{self.fingerprint}"
+        return recorded in (f"{self.size}:{self.mtime_ns}", content) or recorded.startswith(content + ":")

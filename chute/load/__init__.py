@@ -121,10 +121,16 @@ def load(
         if source_scheme(patterns) in DATABASE_SCHEMES
         else ()
     )
+    # (files: their recorded identities spare a re-run the reading of their fingerprints)
+    identities = (
+        tuple((k, e.identity) for k, e in latest.items() if e.state == "done" and not gone)
+        if source_scheme(patterns) == "file"
+        else ()
+    )
     if early is not None:  # (a new directory: no ledger, no table, nothing else to know first)
         source, units = early
     else:
-        source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted))
+        source = open_source(patterns, _source_options(opts, tgt, known, partitioned(meta), counted, identities))
         with many_objects():  # (a unit a file: 100,000 and more)
             units = source.units()
         columns = tgt.table_columns(table_name) if meta is not None else None
@@ -188,7 +194,7 @@ def _listed_first(
 
 
 def _unchanged(entry: LedgerEntry, unit: Unit) -> bool:
-    return entry.state == "done" and entry.identity == unit.identity
+    return entry.state == "done" and unit.matches(entry.identity)
 
 
 def _refuse_mixed(
@@ -295,6 +301,7 @@ def _source_options(
     known: tuple[tuple[str, str], ...],
     table_partitioned: bool,
     counted: tuple[tuple[str, int], ...] = (),
+    identities: tuple[tuple[str, str], ...] = (),
 ) -> SourceOptions:
     exclude = [target.engine.path] if target is not None and target.engine.path != MEMORY else []
     return SourceOptions(
@@ -309,4 +316,5 @@ def _source_options(
         password_file=opts.password_file,
         loaded=known,
         loaded_rows=counted,
+        loaded_identities=identities,
     )

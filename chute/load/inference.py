@@ -18,6 +18,7 @@ from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.schema import Column, describe, with_faithful_numbers, with_null_markers
 from chute.scratch import scratch_file
+from chute.sniff import PROBE_SETTINGS
 from chute.sql import quote_str
 from chute.units import Unit
 
@@ -48,23 +49,6 @@ def repeated_names(fields: list[str]) -> list[str]:
     return sorted({f for f in fields if f and fields.count(f) > 1}, key=fields.index)
 
 
-def refuse_empty_key(engine: Engine, lines: str, key: str, sample_rows: int | None) -> None:
-    """SourceError for a JSON object with a field named "" among the lines inference reads: no
-    column can be named so (the engine's inference drops the field, then its read refuses it)."""
-    limit = int(sample_rows or JSON_SAMPLE_LINES)
-    found = engine.rows(
-        "SELECT min(n) AS first, count() AS lines FROM (SELECT line, rowNumberInAllBlocks() + 1 AS n "
-        f"FROM (SELECT line FROM {lines} LIMIT {limit})) "
-        "WHERE position(line, '\"\"') > 0 AND isValidJSON(line) AND has(JSONExtractKeys(line), '')",
-        context=f"{key}: looking for empty field names",
-    )
-    if found and int(found[0]["lines"]):
-        raise SourceError(
-            f'{key}: line {found[0]["first"]} has a field named "" (the empty key), which no column can '
-            "be named; rename or drop that field, then load"
-        )
-
-
 ORDINARY_OBJECT = (
     "isValidJSON(line) AND JSONType(line) = 'Object' AND position(line, '\\0') = 0 "
     "AND length(JSONExtractKeys(line)) = length(arrayDistinct(JSONExtractKeys(line)))"
@@ -73,16 +57,31 @@ ORDINARY_OBJECT = (
 without a NUL byte or a key given twice. Any other line is odd: one such made the engine's
 inference fail ("Duplicate column name"), or type a column 1,100 arrays deep; the load rejects it."""
 
+EMPTY_KEY = "position(line, '\"\"') > 0 AND isValidJSON(line) AND has(JSONExtractKeys(line), '')"
+"""A line holding a JSON object with a field named "" (the empty key)."""
 
-def odd_lines(engine: Engine, lines: str, key: str, sample_rows: int | None) -> int:
-    """How many of the lines inference reads are odd (see ORDINARY_OBJECT); blank lines are not."""
+
+def screen_lines(engine: Engine, lines: str, key: str, sample_rows: int | None) -> int:
+    """How many of the lines inference reads are odd (see ORDINARY_OBJECT; blank lines are not),
+    read in the same pass that refuses a field named "" (SourceError): no column can be named so
+    (the engine's inference drops the field, then its read refuses it). One read of the sample,
+    not one per question: each costs as much as decompressing and splitting it."""
     limit = int(sample_rows or JSON_SAMPLE_LINES)
     found = engine.rows(
-        f"SELECT countIf(NOT ({ORDINARY_OBJECT}) AND NOT match(line, '^\\s*$')) AS n "
-        f"FROM (SELECT line FROM {lines} LIMIT {limit})",
+        f"SELECT minIf(n, {EMPTY_KEY}) AS first, countIf({EMPTY_KEY}) AS empty, "
+        f"countIf(NOT ({ORDINARY_OBJECT}) AND NOT match(line, '^\\s*$')) AS odd "
+        f"FROM (SELECT line, rowNumberInAllBlocks() + 1 AS n FROM (SELECT line FROM {lines} LIMIT {limit}))",
+        PROBE_SETTINGS,
         context=f"{key}: looking for odd lines",
     )
-    return int(found[0]["n"]) if found else 0
+    if not found:
+        return 0
+    if int(found[0]["empty"]):
+        raise SourceError(
+            f'{key}: line {found[0]["first"]} has a field named "" (the empty key), which no column can '
+            "be named; rename or drop that field, then load"
+        )
+    return int(found[0]["odd"])
 
 
 def from_json_objects(
@@ -173,8 +172,7 @@ class Inferrer:
         lines = self.ctx.source.table_expression(unit, "line String", "LineAsString")
         odd = 0
         if unit.fmt.format == "JSONEachRow":
-            refuse_empty_key(self.ctx.target.engine, lines, unit.key, sample_rows)
-            odd = odd_lines(self.ctx.target.engine, lines, unit.key, sample_rows)
+            odd = screen_lines(self.ctx.target.engine, lines, unit.key, sample_rows)
         try:
             if not odd:
                 return self._described(unit, read, sample_rows)

@@ -125,7 +125,7 @@ class Loader:
         their rows), the units it had yet to load as failed with the reason."""
         for unit in plan.load:
             result, entry = plan.results[unit.key], self.ctx.ledger_latest.get(unit.key)
-            settled = entry is not None and entry.state == "done" and entry.identity == unit.identity
+            settled = entry is not None and entry.state == "done" and unit.matches(entry.identity)
             if result.state == "skipped" and not settled:  # (planned, not finished; not another's)
                 result.state, result.error = FileState.FAILED, f"not loaded: the load stopped ({exc})"
         self.ctx.report.files = [plan.results[u.key] for u in units]

@@ -25,7 +25,7 @@ from chute.errors import ChuteError
 from chute.formats import TEXT_FORMATS
 from chute.load.options import LoadOptions
 from chute.schema import PROVENANCE_NAMES, Column, describe, spread
-from chute.sniff import NUMBER_OR_DATE, Head, read_head
+from chute.sniff import NUMBER_OR_DATE, PROBE_SETTINGS, Head, read_head
 from chute.sources.base import Source
 from chute.sources.s3 import glob_regex
 from chute.units import Unit
@@ -100,6 +100,7 @@ def read_shape(engine: Engine, source: Source, unit: Unit, opts: LoadOptions) ->
             found = engine.rows(
                 "SELECT arrayDistinct(arrayFlatten(groupArray(JSONExtractKeys(line)))) AS k FROM "
                 f"(SELECT line FROM {lines} LIMIT {JSON_SAMPLE}) WHERE isValidJSON(line) AND JSONType(line) = 'Object'",
+                PROBE_SETTINGS,
                 context=f"{unit.key}: reading its first objects",
             )
             keys = [str(k) for k in found[0]["k"]] if found else []

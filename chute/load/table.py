@@ -165,13 +165,23 @@ class TableSetup:
         last_error: ChuteError | None = None
         readable = [u for u in plan.load if u.size > 0 and not self.ctx.source.unreadable(u)]
         for at, unit in enumerate(readable):
+            # A text file among others of its format is read first as briefly as they are
+            # (INFER_MORE_ROWS): the engine's full sample (25,000 rows) and its screening cost
+            # about a sixth of a 1 M-row JSON load's CPU (docs/internals/load-speed.md).
+            quick = unit.fmt.is_text and any(
+                not u.is_range and u.fmt.format == unit.fmt.format for u in readable[at + 1 :]
+            )
             try:
-                columns = self.infer(unit)
+                columns = self.infer(unit, INFER_MORE_ROWS if quick else None)
+                sampled = [(unit, columns)]
+                later = self._later_columns(unit, columns, readable[at + 1 :], sampled)
+                if quick and not settled(columns, later):
+                    columns = self.infer(unit)  # the samples disagree: the first file's full sample
+                    sampled[0] = (unit, columns)
             except ChuteError as exc:
                 last_error = exc
                 continue
-            sampled = [(unit, columns)]
-            columns = self._with_later_fields(unit, columns, readable[at + 1 :], sampled)
+            columns = self._with_later_fields(unit, columns, later)
             if unit.fmt.format == "Parquet" and self.ctx.source.declared_columns(unit) is None:
                 # (a manifest's types are the exact ones: never narrowed)
                 columns = self._parquet_nullability(columns, sampled)
@@ -182,16 +192,15 @@ class TableSetup:
             raise last_error
         return None
 
-    def _with_later_fields(
+    def _later_columns(
         self, first: Unit, columns: list[Column], rest: list[Unit], sampled: list[tuple[Unit, list[Column]]]
-    ) -> list[Column]:
-        """The first file's columns and those of up to INFER_FILES - 1 files spread over the rest
-        (INFER_MORE_ROWS rows of each), as one list (schema.union_columns): a field that appears
-        only in later files is a column too. A file that cannot be read here is left to its load.
-        The files read and their columns are added to `sampled`. A source that fetches its units'
-        bytes itself (Kafka: `batch_bytes`) is sampled within its first batch only: units spread
-        over a whole topic would all be fetched before the first row loads."""
-        per_file = [columns]
+    ) -> list[list[Column]]:
+        """The columns of up to INFER_FILES - 1 files spread over the rest (INFER_MORE_ROWS rows
+        of each). A file that cannot be read here is left to its load. The files read and their
+        columns are added to `sampled`. A source that fetches its units' bytes itself (Kafka:
+        `batch_bytes`) is sampled within its first batch only: units spread over a whole topic
+        would all be fetched before the first row loads."""
+        per_file: list[list[Column]] = []
         # Byte ranges of a big file are not files of their own: read without its header they
         # would name their fields c1, c2, ...
         rest = [u for u in rest if not u.is_range]
@@ -207,8 +216,13 @@ class TableSetup:
                     continue  # a file without a header: its fields are the named ones, by place
                 per_file.append(found)
                 sampled.append((unit, found))
+        return per_file
+
+    def _with_later_fields(self, first: Unit, columns: list[Column], later: list[list[Column]]) -> list[Column]:
+        """The first file's columns and the later files' (`_later_columns`) as one list
+        (schema.union_columns): a field that appears only in later files is a column too."""
         kept: list[tuple[str, str, str]] = []
-        merged = union_columns(self.ctx.target.engine, per_file, kept)
+        merged = union_columns(self.ctx.target.engine, [columns, *later], kept)
         final = {c.name: c.type for c in merged}
         for name, other in dict.fromkeys((n, o) for n, _, o in kept):
             self.ctx.note(f"column {name} {final[name]}: files hold {other} values too, rejected where they do not fit")
@@ -431,3 +445,11 @@ def _first_batch(first: Unit, rest: list[Unit], limit: int) -> list[Unit]:
         if size > limit:
             return rest[:count]
     return rest
+
+
+def settled(first: list[Column], later: list[list[Column]]) -> bool:
+    """Whether a short sample of the first file is enough: other files were sampled, and each
+    found the same fields of the same types (in any order). Where they agree, the first file's
+    full sample would only repeat them; where any differs, or none was read, it is read in full."""
+    types = {c.name: c.type for c in first}
+    return bool(later) and all({c.name: c.type for c in found} == types for found in later)

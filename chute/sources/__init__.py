@@ -44,6 +44,7 @@ def open_source(patterns: list[str], options: SourceOptions) -> Source:
             exclude=list(options.exclude),
             split_bytes=options.split_bytes,
             known=frozenset(key for key, _ in options.loaded),
+            recorded=dict(options.loaded_identities),
         )
     if scheme == "s3":
         from chute.sources.s3 import S3Source

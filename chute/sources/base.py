@@ -243,6 +243,9 @@ class SourceOptions:
     """(unit key, state) of every unit the ledger knows for this table: where an incremental source goes on."""
     loaded_rows: tuple[tuple[str, int], ...] = ()
     """(unit key, rows loaded + rejected) of the units the ledger has done: what a recount compares with."""
+    loaded_identities: tuple[tuple[str, str], ...] = ()
+    """(unit key, identity) of the units the ledger has done (local files): a file whose size, mtime,
+    change time and inode are the recorded ones keeps its recorded fingerprint, unread."""
 
 
 def expand_braces(pattern: str) -> list[str]:

@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 
 from chute.errors import SourceError, UsageError
 from chute.formats import FileFormat, detect
@@ -33,6 +34,25 @@ _PLAIN_NAME_CHARS = frozenset(_GLOB_CHARS | {",", "}", "]", "\\"})
 """Characters no name in a `{a,b}` list of file() may hold."""
 FINGERPRINT_BYTES = 64 * 1024
 """A file's fingerprint hashes this much of its start and of its end (the whole of a smaller file)."""
+WITNESS_AGE_NS = 2 * 10**9
+"""How long before a listing a file's last change (ctime) must lie for its witness to be recorded
+(Unit.witness). File systems stamp times at a tick (1-10 ms; 1-2 s on some): a write in the tick
+of the stat would leave the change time as it was. Older, the tick is over; the rare file changed
+just before a load is fingerprinted again by every later run instead (as all were before)."""
+
+
+def witness(st: os.stat_result, listed_ns: int) -> str:
+    """The witness of a file's stat (Unit.witness); empty where it changed too recently to be one."""
+    return f"{st.st_ctime_ns}.{st.st_ino}" if st.st_ctime_ns < listed_ns - WITNESS_AGE_NS else ""
+
+
+def recorded_fingerprint(recorded: str, st: os.stat_result) -> str | None:
+    """The fingerprint a ledger identity (`size:mtime:fingerprint:witness`) holds where the file's
+    stat shows it as it was then: same size, mtime, change time and inode. Else None: read it."""
+    parts = recorded.split(":")
+    if len(parts) != 4 or not parts[3] or parts[:2] != [str(st.st_size), str(st.st_mtime_ns)]:
+        return None
+    return parts[2] if parts[3] == f"{st.st_ctime_ns}.{st.st_ino}" else None
 
 
 def fingerprint(path: str, start: int, end: int) -> str:
@@ -133,8 +153,10 @@ class FileSource(SourceBase, EngineRowNumbers):
         exclude: list[str] | None = None,
         split_bytes: int | None = None,
         known: frozenset[str] = frozenset(),
+        recorded: dict[str, str] | None = None,
     ) -> None:
-        """`known`: unit keys the ledger holds for the table (see `_key`)."""
+        """`known`: unit keys the ledger holds for the table (see `_key`); `recorded`: the
+        identities of the files it has loaded (see `recorded_fingerprint`)."""
         if not patterns:
             raise UsageError("no source given")
         self.patterns = patterns
@@ -144,6 +166,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         self.compression_override = compression_override
         self.split_bytes = split_bytes
         self.known = frozenset(key.split("#bytes=", 1)[0] if "#" in key else key for key in known)
+        self.recorded = recorded or {}
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
         self._links: dict[str, str] = {}
         """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
@@ -224,6 +247,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         units = []
         seen: dict[tuple[int, int], str] = {}
         euid = os.geteuid()
+        listed_ns = time.time_ns()
         for path in self._paths():
             try:
                 st = self._stat(path)
@@ -259,13 +283,24 @@ class FileSource(SourceBase, EngineRowNumbers):
                         )
                     )
                 continue
+            recorded = self.recorded.get(path)
+            print_ = recorded_fingerprint(recorded, st) if recorded else None
             try:
-                print_ = fingerprint(path, 0, st.st_size)
+                print_ = print_ or fingerprint(path, 0, st.st_size)
             except OSError as exc:  # (unreadable, the mode bits said otherwise, or since the listing)
                 why = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc))
                 units.append(self._unreadable_unit(path, f"{path}: {why}", st))
                 continue
-            units.append(Unit(key=path, size=st.st_size, mtime_ns=st.st_mtime_ns, fmt=fmt, fingerprint=print_))
+            units.append(
+                Unit(
+                    key=path,
+                    size=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    fmt=fmt,
+                    fingerprint=print_,
+                    witness=witness(st, listed_ns),
+                )
+            )
         if units and all(u.key in self._unreadable for u in units):
             raise SourceError(self._unreadable[units[0].key])  # nothing to load: as a wrong path
         return units
