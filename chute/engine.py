@@ -51,6 +51,17 @@ file's columns (a 2,000-column CSV's careful pass is megabytes of SQL, past the 
 and 50,000 AST elements). The depth limits guard the engine's stack: chute's SQL keeps its
 nesting flat (no level per column), so 10,000 is room to spare."""
 
+ENGINE_START = "background_pool_size=16"
+"""The engine's own settings, given when the first connection starts it. 16 threads for merges and
+mutations (a ClickHouse server's default; chDB's is 2): each part's mutation waits about 0.3 s
+mostly idle, so an UPDATE or DELETE over 400 day partitions (the careful pass mending
+`_source_row`, a re-run removing a killed run's rows) took 70 s with 2 threads, 12 s with 16."""
+
+HTTP_TRIES = "SET http_max_tries = 4"
+"""A URL that cuts its body: 4 tries (0.1 + 0.2 + 0.4 s apart), not the engine's 10 with up to 10 s
+between them (about 33 s a read), on every read of a connection: inference and the header and
+shape looks read a URL too, not only the load's own queries (whose settings say the same)."""
+
 _lean_import = False
 
 
@@ -186,9 +197,9 @@ class Engine:
             try:
                 # A config file is read once, when the first connection starts the engine.
                 config = os.path.abspath(config_file) if config_file else None
-                target = self._connect_to
+                target = self._connect_to + ("&" if "?" in self._connect_to else "?") + ENGINE_START
                 if config:
-                    target += ("&" if "?" in target else "?") + f"config-file={config}"
+                    target += f"&config-file={config}"
                 with _globless_cwd():
                     self._conn = _connect(chdb, target)
                 self._raise_limits(self._conn)
@@ -231,10 +242,11 @@ class Engine:
                     conn.set_progress_callback(None)
 
     def _raise_limits(self, conn: Any) -> None:
-        """BIG_QUERIES on a connection; a read-only one (which may not change settings) keeps the
-        engine's limits: it runs the user's queries and chute's small ones."""
+        """BIG_QUERIES and HTTP_TRIES on a connection; a read-only one (which may not change
+        settings) keeps the engine's: it runs the user's queries and chute's small ones."""
         if self._view is None:
             conn.query(BIG_QUERIES)
+            conn.query(HTTP_TRIES)
 
     @property
     def read_only(self) -> bool:

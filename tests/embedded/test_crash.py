@@ -15,7 +15,7 @@ import pytest
 
 from chute.engine import open_engine
 
-from ..harness.data import write_with_engine
+from ..harness.data import table_checksum, write_with_engine
 
 FILES = 44
 ROWS_PER_FILE = 20_000
@@ -52,17 +52,9 @@ def _command(data: Path, db: Path) -> list[str]:
 
 
 def _checksum(db: Path) -> tuple[int, int]:
-    # A child process reads the table: this process's engine holds another directory.
-    code = (
-        "import json, sys; from chute.engine import open_engine; e = open_engine(sys.argv[1]); "
-        "exists = e.rows(\"SELECT count() AS n FROM system.tables WHERE name = 't'\")[0]['n']; "
-        f"print(json.dumps(e.rows({CHECKSUM!r})[0] if exists else {{'n': 0, 'h': 0}}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
-    import json
-
-    row = json.loads(out.stdout)
-    return int(row["n"]), int(row["h"])
+    # In this process (it opens, then closes, the directory's engine): a child process cost a
+    # Python and engine start-up per check, a second or more of every trial.
+    return table_checksum(db, CHECKSUM)
 
 
 def _loading(db: Path, proc: subprocess.Popen[bytes]) -> float:
@@ -85,16 +77,14 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path: Path) -> None:
     _make_files(engine, data)
     engine.close()
 
+    # The clean load, timed past start-up (the process's lock says "loading").
     clean = tmp_path / "clean"
-    subprocess.run(_command(data, clean), check=True)
+    timing = subprocess.Popen(_command(data, clean))
+    loading_at = _loading(clean, timing)
+    assert timing.wait() == 0
+    full = time.monotonic() - loading_at
     expected = _checksum(clean)
     assert expected[0] == FILES * ROWS_PER_FILE
-
-    # How long the load itself takes, past start-up (the process's lock says "loading").
-    timing = subprocess.Popen(_command(data, tmp_path / "timing"))
-    loading_at = _loading(tmp_path / "timing", timing)
-    timing.wait()
-    full = time.monotonic() - loading_at
 
     rng = random.Random(20261121)
     kills_during_load = 0
@@ -151,16 +141,7 @@ def _dirty_files(directory: Path) -> int:
 
 
 def _checksum_with(db: Path, sql: str) -> tuple[int, int]:
-    code = (
-        "import json, sys; from chute.engine import open_engine; e = open_engine(sys.argv[1]); "
-        "exists = e.rows(\"SELECT count() AS n FROM system.tables WHERE name = 't_rejects'\")[0]['n']; "
-        f"print(json.dumps(e.rows({sql!r})[0] if exists else {{'n': 0, 'h': 0}}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
-    import json
-
-    row = json.loads(out.stdout)
-    return int(row["n"]), int(row["h"] or 0)
+    return table_checksum(db, sql, "t_rejects")
 
 
 @pytest.mark.slow
@@ -179,8 +160,11 @@ def test_sigkill_of_a_dirty_json_load_then_the_first_rerun_is_exact(tmp_path: Pa
         return _command(data, db)
 
     def fresh(db: Path) -> None:
-        code = f"from chute.engine import open_engine; open_engine({str(db)!r}).execute({create!r})"
-        subprocess.run([sys.executable, "-c", code], check=True)
+        engine = open_engine(str(db))
+        try:
+            engine.execute(create)
+        finally:
+            engine.close()
 
     clean = tmp_path / "clean"
     fresh(clean)

@@ -32,7 +32,7 @@ def table_checksum(db: Path, checksum_sql: str, table: str = "t") -> tuple[int, 
         if not engine.rows(f"SELECT count() AS n FROM system.tables WHERE name = '{table}'")[0]["n"]:
             return 0, 0
         row = engine.rows(checksum_sql)[0]
-        return int(row["n"]), int(row["h"])
+        return int(row["n"]), int(row["h"] or 0)
     finally:
         engine.close()
 

@@ -189,7 +189,9 @@ class ClickHouseServer:
                 self.kill()
 
     def remove(self) -> None:
-        self.stop()
+        """Kill the server (its directory goes: a clean shutdown keeps nothing) and delete it.
+        A SIGTERM'd 18.16 server took up to 20 s (then the kill) at the end of a test process."""
+        self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
