@@ -49,21 +49,30 @@ def kill_trials(
     """SIGKILL `command(db)` at random moments inside a load (past `idle`, the start-up of
     a run with nothing to do, within `full`, a clean load), re-run it, and check the table
     equals the clean one; until three kills landed and two left a partial table (at most
-    twelve trials: the timing varies by machine and load; under a full parallel test run one
-    of eight once left a partial table). Returns (kills, partial tables)."""
+    twelve trials). The window narrows as trials land: a kill that left nothing aims later
+    next time, a run that finished first aims earlier (under a full parallel test run the
+    clean load's times are only a first guess). Returns (kills, partial tables)."""
     rng = random.Random(8)
     kills = partial = 0
+    early, late = idle, max(full, idle + 0.1)
     for trial in range(12):
         if kills >= 3 and partial >= 2:
             break
         db = work / f"trial{trial}"
         proc = subprocess.Popen(command(db), env=env)
-        time.sleep(idle + rng.uniform(0.05, 0.9) * max(full - idle, 0.1))
-        if proc.poll() is None:
+        delay = early + rng.uniform(0.05, 0.9) * max(late - early, 0.1)
+        time.sleep(delay)
+        killed = proc.poll() is None
+        if killed:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-        partial += 0 < checksum(db)[0] < expected[0]
+        rows = checksum(db)[0]
+        partial += 0 < rows < expected[0]
+        if killed and rows == 0:
+            early = delay  # killed before its first commit: aim later
+        elif not killed:
+            late = delay  # it had finished: aim earlier
         subprocess.run(command(db), check=True, env=env)
         assert checksum(db) == expected, f"trial {trial} differs from the clean load"
     return kills, partial
