@@ -1,7 +1,7 @@
 """Wide files (issue 46, item 3): a CSV header over 4,096 bytes was cut by the sniffer ("the
 header line names col_52 more than once", "input fields not in table"), 2,000 columns failed with
-[167 TOO_DEEP_AST] on the embedded target. (The 18.16 server still fails a 2,000-column CSV:
-HTTP 400, see docs/loading.md.)"""
+[167 TOO_DEEP_AST] on the embedded target. (The 18.16 server: tests/server/test_wide_files_server.py;
+its part writer's memory bounds the width it takes, see docs/loading.md.)"""
 
 from __future__ import annotations
 
