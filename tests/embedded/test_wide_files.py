@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,34 @@ def test_inference_of_a_10_000_column_file_tells_kept_zeros_in_seconds(tmp_path:
     assert [c for c in found if c.type != "Nullable(Int64)"] == [Column("c_9998", "Nullable(String)")]
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     assert cpu < 15, f"{cpu:.1f} CPU seconds"
+
+
+def test_a_wide_part_within_the_open_files_limit(tmp_path: Path) -> None:
+    """A part of a wide table keeps two files a column open while it is written: 10,000 columns
+    failed `errno 24, Too many open files` under a limit of 20,000. Here 600 columns and 8,000 rows
+    (a part past the engine's 10 MB line to wide parts) under a limit of 1,000 open files."""
+    columns, count, path = 600, 8_000, tmp_path / "wide.csv"
+    with open(path, "w") as out:
+        out.write(",".join(f"c_{j}" for j in range(columns)) + "\n")
+        line = ",".join(str(1_000_000_000 + j) for j in range(columns)) + "\n"
+        out.write(line * count)
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (1000, 1000))"
+    target = str(tmp_path / "db")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"{limit}; import sys; from chute.cli import main; sys.exit(main(sys.argv[1:]))",
+            "load",
+            str(path),
+            "--table",
+            "t",
+            "--target",
+            target,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert rows(target, "SELECT count(), sum(c_599) FROM t") == [[str(count), str(count * 1_000_000_599)]]
