@@ -9,7 +9,7 @@ from typing import Any
 
 from chute.engine import Engine
 from chute.errors import ChuteError
-from chute.sql import TableName, quote_ident, quote_str
+from chute.sql import TableName, internal, quote_ident, quote_str
 
 RowsQuery = Callable[[str, Any, str], list[dict[str, Any]]]
 """A target's or engine's `rows(sql, settings, context)`."""
@@ -269,12 +269,14 @@ def with_faithful_numbers(
     numbers = [c for c in columns if _NUMBER.match(c.type)]
     if not numbers:
         return columns
-    tests = [
-        f"countIf({_UNFAITHFUL.format(c=f'ifNull({quote_ident(c.name)}, {quote_str(chr(48))})')}) AS n{i}"
-        for i, c in enumerate(numbers)
-    ]
-    found = _sample_as_text(engine, table_expression, numbers, tests, context, format_settings, sample_rows)
-    text = {c.name for i, c in enumerate(numbers) if found and int(found[0][f"n{i}"])}
+    # One test over an array of the columns, not one per column: the engine plans a regex test per
+    # column in ~3 ms (10,000 columns: half a minute), an element of an array in microseconds.
+    value = internal("value")
+    values = ", ".join(f"ifNull({quote_ident(c.name)}, '0')" for c in numbers)
+    test = f"sumForEach(arrayMap({value} -> toUInt64({_UNFAITHFUL.format(c=value)}), [{values}])) AS n"
+    found = _sample_as_text(engine, table_expression, numbers, [test], context, format_settings, sample_rows)
+    counts = found[0]["n"] if found else []
+    text = {c.name for c, n in zip(numbers, counts, strict=False) if int(n)}
     return [
         Column(c.name, "Nullable(String)" if c.type.startswith("Nullable(") else "String") if c.name in text else c
         for c in columns

@@ -6,6 +6,7 @@ The measurements behind these numbers are in docs/internals/memory.md.
 from __future__ import annotations
 
 import os
+import resource
 
 from chute.load.context import LoadContext
 from chute.load.reads import Reads
@@ -106,11 +107,21 @@ class Sizing:
             settings["min_bytes_for_full_part_storage"] = PACKED_PART_BYTES
             settings.update(SMALL_PART_FORMAT)
         columns = max(1, len(self.ctx.info.columns))
+        if 2 * columns * threads > open_files_limit() // 2:
+            # A wide part keeps two files a column open while it is written (data and marks): a
+            # 10,000-column part passed the process's 20,000 (EMFILE). A compact part is one file.
+            settings["min_bytes_for_wide_part"] = 2**60
         per_buffer = self.ctx.opts.memory_bytes // (8 * PART_WRITER_BUFFERS * columns * threads)
         if per_buffer < 2**20:
             block = max(2**16, 1 << (per_buffer.bit_length() - 1)) if per_buffer > 0 else 2**16
             settings.update(max_compress_block_size=block, min_compress_block_size=min(2**16, block))
         return settings
+
+
+def open_files_limit() -> int:
+    """The process's soft limit on open files (the engine runs in this process)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 2**31 if soft < 0 or soft == resource.RLIM_INFINITY else soft
 
 
 def uncompressed_size(unit: Unit) -> int | None:

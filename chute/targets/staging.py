@@ -80,6 +80,7 @@ PART_WRITER_SETTINGS = frozenset(
         "max_compress_block_size",
         "min_compress_block_size",
         "min_bytes_for_full_part_storage",
+        "min_bytes_for_wide_part",
         "ratio_of_defaults_for_sparse_serialization",
         "write_marks_for_substreams_in_compact_parts",
         "string_serialization_version",
