@@ -97,7 +97,9 @@ class LocalDest:
         found: dict[str, int] = {}
         for entry in os.scandir(self.root):
             if entry.is_file() and not entry.name.endswith(TMP_SUFFIX):
-                found[entry.name] = entry.stat().st_size
+                # (another thread of the run may remove a file between the listing and its stat)
+                with contextlib.suppress(FileNotFoundError):
+                    found[entry.name] = entry.stat().st_size
         return found
 
     def read(self, name: str) -> bytes | None:

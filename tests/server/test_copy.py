@@ -123,7 +123,9 @@ def test_files_method_through_a_directory(
     via = tmp_path / "via"
     options = CopyOptions(method="files", via=str(via))
     report = copy("src", source, dest, options)
-    assert report.ok and report.method == "files" and len(report.copied) == 6 and report.wire_bytes > 0
+    assert report.ok and report.method == "files" and len(report.copied) == 6 and report.wire_bytes > 0, [
+        (u.partition, u.reason) for u in report.failed
+    ]
     assert dump(dest, "src") == dump(source, "src") and not list(via.iterdir())
     assert not copy("src", source, dest, options).copied
     # A run whose files stay (as a kill leaves them), then another into a new table takes them.
@@ -132,7 +134,10 @@ def test_files_method_through_a_directory(
     assert len(list(via.iterdir())) == 6
     monkeypatch.undo()
     taken = copy("src", source, dest, CopyOptions(method="files", via=str(via), dest_table="second"))
-    assert taken.ok and len(taken.copied) == 6 and taken.wire_bytes == 0, taken.notes
+    assert taken.ok and len(taken.copied) == 6 and taken.wire_bytes == 0, (
+        taken.notes,
+        [(u.partition, u.reason) for u in taken.failed],
+    )
     assert "6 of a killed run" in " ".join(taken.notes)
     assert dump(dest, "second") == dump(source, "src") and not list(via.iterdir())
     with pytest.raises(UsageError, match="--via"):
