@@ -7,6 +7,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 import chute
 from chute.copy import CopyOptions, copy
+from chute.copy.copier import Copier
 from chute.copy.files import Files
 from chute.copy.methods import Mover
 from chute.engine import close_engines, open_engine
@@ -243,19 +245,29 @@ def test_rows_added_during_a_copy_are_copied_on_the_next_try(
 ) -> None:
     source, dest = ends
     real = Mover.write
+    real_figures = Copier.source_figures
     calls: list[int] = []
+    written = threading.Event()
 
     def live(self, where, stage, context, **more):  # type: ignore[no-untyped-def]
         # A writer adds rows to the partition during the first copy: one before it reads the
-        # source (the copy has it, the first figures not), one after (the copy lacks it).
+        # source (the copy has it), one after (the copy lacks it, the source's figures have it).
         if not calls:
             servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=500000, n=1))
         real(self, where, stage, context, **more)
         if not calls:
             servers.server_query(source, "INSERT INTO src " + ROWS.format(ts=SPREAD, start=600000, n=1))
         calls.append(1)
+        written.set()
+
+    def measured_late(self, unit):  # type: ignore[no-untyped-def]
+        # The source is measured while its rows are read: here after the second row, so the
+        # first try's figures differ from its copy whatever the threads' timing.
+        written.wait(60)
+        return real_figures(self, unit)
 
     monkeypatch.setattr(Mover, "write", live)
+    monkeypatch.setattr(Copier, "source_figures", measured_late)
     report = copy("src", source, dest, CopyOptions(partitions=("202401",)))
     assert report.ok and report.copied[0].tries == 2 and report.copied[0].rows == report.copied[0].dest_rows
     assert servers.server_query(dest, "SELECT count() FROM src WHERE id IN (500000, 600000)") == "2\n"
