@@ -92,6 +92,17 @@ class OutOfSpace(TargetError):
     would fail the same way, so the load stops (a re-run resumes it)."""
 
 
+class OutOfFiles(TargetError):
+    """The target cannot open the files a part needs (errno 24): a part of a wide table keeps
+    two files a column open while it is written. Not about the rows either: the load stops."""
+
+
+OUT_OF_FILES_HINT = (
+    " (a part keeps two files a column open while it is written: raise the open-files limit, "
+    "a server's LimitNOFILE or a process's ulimit -n, or load fewer columns)"
+)
+
+
 class ShardUnavailable(TransientTargetError):
     """No node of a shard of a Distributed table answers: the rows bound for it cannot be
     written now (the units that have such rows fail; a re-run finishes them)."""
@@ -168,6 +179,9 @@ def make_target_error(code: int | None, name: str | None, message: str, context:
     cls: type[TargetError] = TransientTargetError if code in TRANSIENT_CODES else TargetError
     if code == NOT_ENOUGH_SPACE or "No space left on device" in message:
         cls = OutOfSpace
+    elif "Too many open files" in message:
+        cls = OutOfFiles
+        text += OUT_OF_FILES_HINT
     elif code == TOO_MANY_PARTS and "partitions for" in message:
         # 252 also means "too many partitions for a single INSERT block": no retry fixes that.
         cls = TargetError

@@ -13,7 +13,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from chute.errors import ChuteError, OutOfSpace, SchemaError, SourceError, UsageError
+from chute.errors import ChuteError, OutOfFiles, OutOfSpace, SchemaError, SourceError, UsageError
 from chute.load.checks.typed import WIDE_READ_FORMATS
 from chute.load.context import LoadContext
 from chute.load.inference import ORDINARY_OBJECT
@@ -85,7 +85,7 @@ class Recovery:
         if self.source_failed(batch, exc):
             exc = SourceError(str(exc))
         full = isinstance(exc, OutOfSpace)
-        if not exc.terminal or (full and len(batch) == 1):
+        if not exc.terminal or (full and len(batch) == 1) or isinstance(exc, OutOfFiles):
             return Decision(Step.RAISE, error=exc)
         if len(batch) > SPLIT_FILES:
             return Decision(Step.SPLIT, error=exc)

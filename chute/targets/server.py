@@ -30,6 +30,7 @@ from chute.targets.cluster import UNKNOWN_DATABASE, Shard, ShardLayout, make_dat
 from chute.targets.engines import DistributedEngine
 from chute.targets.gate import StreamGate
 from chute.targets.mutations import wait_for_mutations
+from chute.targets.partmemory import PartMemory
 from chute.targets.rawpost import passes_through, post_file, server_settings
 from chute.targets.retries import SYSTEM_READ_ATTEMPTS, listing_race, retrying
 from chute.targets.sharding import Shards, where
@@ -97,6 +98,8 @@ class ServerTarget:
                 raise
             version, note = make_database(self.address, not insecure, cluster, connect_attempts)
             self.notes.append(note)
+        self.part_memory = PartMemory(lambda sql: self.rows(sql), self.notes)
+        """A wide table's INSERTs: the server's part writer reserves memory a column file."""
         self.shards = Shards(self, [self._node_address(n) for n in nodes], self._peer_at)
         """The shards of Distributed tables: where their rows are written."""
         self.shards.via_distributed = via_distributed
@@ -321,9 +324,11 @@ class ServerTarget:
 
         gate = StreamGate(self._streaming, streams)
 
+        wide = {**self.part_memory.settings(len(columns)), **(server_settings or {})}
+
         def send(group: list[str]) -> None:
             body = gate.passing(self._native_body(" UNION ALL ".join(group), engine_settings, context))
-            self.client.insert(statement, body, server_settings, context=context, native_compressed=True)
+            self.client.insert(statement, body, wide, context=context, native_compressed=True)
 
         with gate:
             if streams == 1:
@@ -361,13 +366,18 @@ class ServerTarget:
             # Each shard's node reads the source itself and keeps its own rows.
             def fill(peer: ServerTarget, into: TableName, shard: Shard | None, _: Mapping[str, str]) -> None:
                 routed = select if shard is None else where(select, layout.condition(shard))
-                peer.execute(f"INSERT INTO {into.sql} ({column_list}) {routed}", settings, context)
+                wide = {**settings, **peer.part_memory.settings(len(columns))}
+                peer.execute(f"INSERT INTO {into.sql} ({column_list}) {routed}", wide, context)
 
             return self.shards.write(layout, context, fill, count_by_source, before_commit)
         return self._staged(
             table,
             context,
-            lambda into: self.execute(f"INSERT INTO {into.sql} ({column_list}) {select}", settings, context),
+            lambda into: self.execute(
+                f"INSERT INTO {into.sql} ({column_list}) {select}",
+                {**settings, **self.part_memory.settings(len(columns))},
+                context,
+            ),
             count_by_source,
             before_commit,
         )
@@ -445,7 +455,8 @@ class ServerTarget:
         exactly `settings`: the server parses them (the server-parse method's stages). `sized`:
         send the file's size as Content-Length (else the body goes chunked)."""
         length = unit.size if sized else None
-        post_file(self.client, into, columns, unit, format_name, settings, context, self._count_sent, length)
+        wide = {**settings, **self.part_memory.settings(len(columns))}
+        post_file(self.client, into, columns, unit, format_name, wide, context, self._count_sent, length)
 
     def _count_sent(self, n: int) -> None:
         with self._sent_lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -109,6 +110,8 @@ class ClickHouseServer:
     http_port: int
     tcp_port: int
     process: subprocess.Popen[bytes] | None = None
+    open_files: int | None = None
+    """The server's open-files limit (soft and hard), where a test wants one lower than the machine's."""
 
     @property
     def url(self) -> str:
@@ -138,7 +141,12 @@ class ClickHouseServer:
                 stdin=subprocess.DEVNULL,
                 cwd=self.root,
                 start_new_session=True,
+                preexec_fn=None if self.open_files is None else self._limit_open_files,
             )
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def wait_ready(self, timeout: float = 30.0) -> ClickHouseServer:
         """Poll `/ping` until the launched server answers; stop it and raise if it does not."""

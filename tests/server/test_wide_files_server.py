@@ -5,11 +5,15 @@ now goes in the body, before the data, with the per-query limits raised for a lo
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import chute
 from chute.transport import HttpClient, ServerAddress
 
+from ..harness.servers import ClickHouseServer
 from .test_fidelity import rows
 
 ROWS = 20
@@ -39,3 +43,68 @@ def test_a_statement_past_the_servers_default_limits_runs(server_url: str) -> No
     client.query(f"CREATE TABLE wide ({columns}) ENGINE = Memory")
     found = rows(server_url, "SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = 'wide'")
     assert found == [["15000"]]
+
+
+def _wide_csv(path: Path, columns: int) -> None:
+    with open(path, "w") as out:
+        out.write(",".join(f"c_{j}" for j in range(columns)) + "\n")
+        for r in range(1, ROWS + 1):
+            out.write(",".join(str(r * 10 + j % 7) for j in range(columns)) + "\n")
+
+
+def test_a_table_whose_part_writer_outgrows_the_memory_limit_loads(tmp_path: Path, server_url: str) -> None:
+    """18.16 reserves about 2 MiB a column file while it writes a part, whatever the rows: 2,500
+    columns failed `[241] Memory limit (for query) exceeded` under the test server's 4 GB limit,
+    five times over (retried), then the file failed. chute raises its INSERTs' limit by that
+    reservation and says so."""
+    path = tmp_path / "wide.csv"
+    _wide_csv(path, 2_500)
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.ok and report.rows_loaded == ROWS, [f.error for f in report.files]
+    assert any("part writer reserves" in n and "max_memory_usage" in n for n in report.notes), report.notes
+    expected = sum(r * 10 for r in range(1, ROWS + 1))
+    found = rows(server_url, "SELECT count(), sum(c_0), sum(c_2499) FROM t")
+    assert found == [[str(ROWS), str(expected), str(expected + 2499 % 7 * ROWS)]]
+
+
+def test_a_server_out_of_open_files_stops_the_load_at_once(tmp_path: Path) -> None:
+    """A part keeps two files a column open while it is written: a server whose open-files limit
+    is below that fails `errno 24, Too many open files`. Every file into the table would fail the
+    same way, and no row is at fault: the load stops at the first, with the limit named, and
+    neither retries it nor reads the file again row by row (a 10,000-column JSON file went to the
+    careful pass for more than ten minutes)."""
+    server = ClickHouseServer.create(tmp_path / "server")
+    server.open_files = 1_200
+    server.start()
+    try:
+        path, other = tmp_path / "wide.csv", tmp_path / "other.csv"
+        _wide_csv(path, 800)
+        _wide_csv(other, 800)
+        started = time.monotonic()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "chute",
+                "load",
+                str(path),
+                str(other),
+                "--table",
+                "t",
+                "--target",
+                server.url,
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 1, done.stderr
+        error = done.stderr.strip().splitlines()[-1]
+        assert "Too many open files" in error and "open-files limit" in error, error
+        assert time.monotonic() - started < 60
+        log = (server.root / "log" / "server.log").read_text(errors="replace")
+        tries = [line for line in log.splitlines() if "executeQuery" in line and "Too many open files" in line]
+        assert 1 <= len(tries) <= 2, tries  # (one batch: its two files' streams at once)
+        assert server.query("SELECT count() FROM t").strip() == "0"
+    finally:
+        server.remove()
