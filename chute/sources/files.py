@@ -223,7 +223,8 @@ class FileSource(SourceBase, EngineRowNumbers):
             if not any(real.startswith(prefix) for prefix in self.exclude):
                 full = self._key(p, real)
                 unique.setdefault(full, None)
-                if os.path.islink(p) and not os.path.exists(p):
+                # (a plain file's lstat is in `stats`: only links need a second look)
+                if p not in resolved.stats and os.path.islink(p) and not os.path.exists(p):
                     self._dangling[full] = p
                 if full == real and p in resolved.stats:
                     self._stats[full] = resolved.stats[p]
