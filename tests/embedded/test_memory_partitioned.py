@@ -18,6 +18,7 @@ import pytest
 import chute
 from chute.engine import Engine, open_engine, shared_engine
 from chute.load.reads import SORT_SHARE
+from chute.load.sizing import SORT_ALONE
 
 from ..harness.data import write_with_engine
 
@@ -108,3 +109,28 @@ def test_partitioned_sort_is_sized_from_the_budget(tmp_path: Path, monkeypatch: 
         assert int(str(settings["prefer_external_sort_block_bytes"])) <= 2**19
         assert int(str(settings["min_insert_block_size_bytes"])) <= LIMIT // 32
     assert engine.rows("SELECT count() AS n FROM t")[0]["n"] == 2000
+
+
+def test_input_far_over_the_budget_sorts_on_one_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Input over SORT_ALONE times the budget sorts on one stream: half the spilled runs, each
+    holding buffers while they merge (a 4.7 GiB CSV at 1 GiB: 991 MiB peak, 1,173 on two)."""
+    engine = open_engine(str(tmp_path / "db"))
+    csv = _wide_events(tmp_path / "events.csv", 12_000)
+    limit = 4 * 2**20
+    assert csv.stat().st_size > SORT_ALONE * limit
+    threads: dict[str, list[int]] = {}
+    real = Engine.execute
+
+    def spy(self: Engine, sql: str, settings: object = None, context: str = "") -> object:
+        if sql.startswith("INSERT INTO `_chute_stage_") and isinstance(settings, dict):
+            threads.setdefault(sql.split("`")[1].split("_")[3], []).append(int(settings["max_threads"]))
+        return real(self, sql, settings, context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Engine, "execute", spy)
+    for table, partition in (("days", "toYYYYMMDD(ts)"), ("flat", None)):
+        options = chute.LoadOptions(memory_limit=limit, partition_by=partition, workers=2)
+        report = chute.load([str(csv)], table, target=str(tmp_path / "db"), options=options)
+        assert report.ok and report.rows_loaded == 12_000
+    assert threads["days"] == [1], threads
+    assert threads["flat"] and max(threads["flat"]) == 2, threads  # the unpartitioned load keeps both
+    assert engine.rows("SELECT count() AS n FROM days")[0]["n"] == 12_000
