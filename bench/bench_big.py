@@ -14,13 +14,15 @@ P5: a ~5 GB CSV, the same rows as Parquet with large row groups, and a ~5 GB
 Parquet file, each loaded by `chute load` in a child process whose peak RSS is
 read by `/usr/bin/time -v` (target <= 1 GB), with `--memory-limit 1GB`. The CSV
 loads as byte ranges (64 MiB at that limit), one INSERT each; the same CSV into a
-day-partitioned table (not split by default) is shown for information.
+day-partitioned table (not split by default) sorts by day with spills
+(`--p5-cases partitioned --p5-gb 1`: that load alone, a 1 GB CSV).
 
 With --delete-before N, N files are created and deleted (untimed) before each
 timed P4 run of either method, as after a dropped table: on ext4 without a
 journal that makes new inodes dear (chute packs its small parts for that).
 
-    python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--skip-p5] [--delete-before N]
+    python bench/bench_big.py [--rows 2000000] [--repeat 3] [--p5-gb 5] [--p5-cases csv,partitioned,...]
+                              [--skip-p4] [--skip-p5] [--delete-before N]
 """
 
 from __future__ import annotations
@@ -212,28 +214,45 @@ def p4(rows: int, repeat: int, work: Path, delete_before: int = 0) -> dict[str, 
     }
 
 
-def p5(gigabytes: float, work: Path) -> dict[str, object]:
+P5_CASES = ("csv", "partitioned", "parquet", "big-parquet")
+"""P5's loads, in order: the CSV, the CSV into a day-partitioned table, the same rows as Parquet,
+a Parquet file of the CSV's size (`--p5-cases` picks some)."""
+
+
+def p5(gigabytes: float, work: Path, cases: tuple[str, ...] = P5_CASES) -> dict[str, object]:
     row_bytes = 700  # a hits-like CSV row, measured
     rows = int(gigabytes * 1e9 / row_bytes)
-    csv = hits_csv(rows)
-    parquet = hits_parquet(rows, 1_000_000)
     # The Parquet of the same rows is a quarter of the CSV's size: a 5 GB Parquet file too.
     parquet_rows = int(gigabytes * 1e9 / PARQUET_ROW_BYTES)
-    big_parquet = hits_parquet(parquet_rows, 1_000_000)
+    loads = {
+        "csv": ("CSV", lambda: hits_csv(rows), [], rows),
+        "partitioned": (
+            "CSV into a day-partitioned table",
+            lambda: hits_csv(rows),
+            ["--partition-by", PARTITION],
+            rows,
+        ),
+        "parquet": ("Parquet, same rows, 1 M-row row groups", lambda: hits_parquet(rows, 1_000_000), [], rows),
+        "big-parquet": (
+            f"Parquet, {gigabytes:g} GB, 1 M-row row groups",
+            lambda: hits_parquet(parquet_rows, 1_000_000),
+            [],
+            parquet_rows,
+        ),
+    }
     results: dict[str, object] = {"rows": rows}
     table_rows = []
-    for label, path, extra, count in (
-        ("CSV", csv, [], rows),
-        ("CSV into a day-partitioned table", csv, ["--partition-by", PARTITION], rows),
-        ("Parquet, same rows, 1 M-row row groups", parquet, [], rows),
-        (f"Parquet, {gigabytes:g} GB, 1 M-row row groups", big_parquet, [], parquet_rows),
-    ):
+    for label, make, extra, count in (loads[case] for case in cases):
+        path = make()
         db = work / f"p5_{len(table_rows)}"
         command = [
             *[sys.executable, "-m", "chute.cli", "load", str(path), "--table", "t", "--target", str(db)],
             *["--memory-limit", "1GB"],
         ]
+        cpu0 = os.times()
         seconds, rss, _ = peak_rss([*command, *extra, "--quiet"])
+        cpu1 = os.times()
+        cpu = cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system
         size = path.stat().st_size
         table_rows.append(
             [
@@ -241,17 +260,17 @@ def p5(gigabytes: float, work: Path) -> dict[str, object]:
                 f"{size / 2**30:.2f} GiB",
                 f"{count:,}",
                 f"{seconds:.1f}",
+                f"{cpu:.1f}",
                 f"{count / seconds:,.0f}",
                 f"{rss / 2**20:,.0f} MiB",
             ]
         )
-        results[label] = {"bytes": size, "rows": count, "seconds": seconds, "peak_rss": rss}
+        results[label] = {"bytes": size, "rows": count, "seconds": seconds, "cpu_seconds": cpu, "peak_rss": rss}
         shutil.rmtree(db, ignore_errors=True)
     print("\nP5: peak RSS of the whole `chute load` process from /usr/bin/time -v, --memory-limit 1GB")
-    print_table(["input", "size", "rows", "seconds", "rows/s", "peak RSS"], table_rows)
-    # The day-partitioned line is for information: no ranges by default there (parts would multiply).
-    worst = max(int(v["peak_rss"]) for k, v in results.items() if isinstance(v, dict) and "partitioned" not in k)
-    print(f"P5: largest peak RSS {worst / 2**20:,.0f} MiB (target <= 1024 MiB)")
+    print_table(["input", "size", "rows", "seconds", "CPU s", "rows/s", "peak RSS"], table_rows)
+    worst = max(int(v["peak_rss"]) for v in results.values() if isinstance(v, dict))
+    print(f"P5: largest peak RSS {worst / 2**20:,.0f} MiB (target <= 1024 MiB, the day-partitioned load included)")
     results["worst_peak_rss"] = worst
     return results
 
@@ -264,6 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-p5", action="store_true")
     parser.add_argument("--skip-p4", action="store_true")
     parser.add_argument(
+        "--p5-cases",
+        default=",".join(P5_CASES),
+        help=f"P5's loads to run, comma-separated, of {','.join(P5_CASES)} (default: all)",
+    )
+    parser.add_argument(
         "--delete-before",
         type=int,
         default=0,
@@ -275,7 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     results: dict[str, object] = {} if args.skip_p4 else {"p4": p4(args.rows, args.repeat, work, args.delete_before)}
     if not args.skip_p5:
-        results["p5"] = p5(args.p5_gb, work)
+        cases = tuple(c for c in args.p5_cases.split(",") if c)
+        unknown = sorted(set(cases) - set(P5_CASES))
+        if unknown:
+            parser.error(f"--p5-cases: unknown {', '.join(unknown)} (known: {', '.join(P5_CASES)})")
+        results["p5"] = p5(args.p5_gb, work, cases)
     path = save_results("big", results)
     print(f"results: {path}")
     shutil.rmtree(work, ignore_errors=True)

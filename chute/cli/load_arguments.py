@@ -168,7 +168,7 @@ chute load kafka://broker:9092/clicks -t clicks --follow
     p.add_argument(
         "--memory-limit",
         help="memory for one batch, e.g. 1GB (default a quarter of RAM); sorting by partition spills to disk "
-        "past half of it, big text files load in ranges of a sixteenth of it",
+        "past a quarter of it, big text files load in ranges of a sixteenth of it",
     )
     p.add_argument("--json", action="store_true", help='print one JSON object as the report ("ok": false on failure)')
     p.add_argument(

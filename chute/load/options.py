@@ -136,7 +136,7 @@ class LoadOptions:
     the largest value loaded before."""
     memory_limit: int | str = field(default_factory=lambda: default_memory_limit())
     """What the engine may hold for one batch, as `--memory-limit`: "1GB" or bytes (an int; read
-    back it is always bytes). Past half of it, sorting by partition spills to disk."""
+    back it is always bytes). Past a quarter of it, sorting by partition spills to disk."""
     worker_id: str | None = None
     """How this process is named in the claims of a server target (default: host:pid); see
     docs/concurrency.md."""
