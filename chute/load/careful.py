@@ -98,13 +98,14 @@ class CheckedRows:
                     )
                 elif count_missing and watched(c) and not read_as_text(c.type):
                     exprs.append(f"{not_null(name, c.type)} AS {name}")
+                elif i in converted:
+                    exprs.append(f"{INPUT_ALIAS}.{converted[i]} AS {name}")  # (as below, a type at a time)
                 elif read_as_text(c.type):
                     # Read as text, checked above (OVERFLOW): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
                     missing = "NULL" if nullable else "'[]'" if array_element(inner) else default_of(inner)
                     missing = default if computed(c) else missing
-                    conv = f"{INPUT_ALIAS}.{converted[i]}" if i in converted else conversion(name, c.type)
-                    value = f"if(isNull({name}), {missing}, {conv})"
+                    value = f"if(isNull({name}), {missing}, {conversion(name, c.type)})"
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
                     exprs.append(name)

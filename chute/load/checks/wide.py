@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.load.checks.column import conversion
-from chute.load.checks.missing import MASK_BITS
+from chute.load.checks.missing import MASK_BITS, computed
 from chute.load.checks.reasons import bad_arm, bad_reason, final_value, refused_arm, unfit_named
-from chute.load.checks.types import read_as_text, strip_wrappers
+from chute.load.checks.types import array_element, default_of, read_as_text, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 
@@ -196,17 +196,22 @@ def range_reasons(columns: list[Column]) -> str:
 
 def json_conversions(columns: list[Column], source: str) -> tuple[str, dict[int, str]]:
     """The parsed JSON records (`source`) with each group of text-read columns converted in an
-    array beside them, and the SQL of each such column's converted element (`column.conversion`:
-    NULL where it does not fit or is missing). Only the groups of columns with a conversion."""
+    array beside them, and the SQL of each such column's final value: its text converted
+    (`column.conversion`), its NULL or default where missing, cast to its type (the careful
+    pass's good rows: their values fit). Not the columns whose missing value is a DEFAULT
+    expression (computed per row), nor types without a conversion."""
     arrays: list[str] = []
     elements: dict[int, str] = {}
-    for g in groups(columns, lambda c: read_as_text(c.type)):
+    for g in groups(columns, lambda c: read_as_text(c.type) and not computed(c)):
         conv = conversion(X, g.column.type)
         if conv is None:
             continue
+        inner, nullable = strip_wrappers(g.column.type)
+        missing = "NULL" if nullable else "'[]'" if array_element(inner) else default_of(inner)
+        value = f"CAST(if(isNull({X}), {missing}, {conv}), {quote_str(g.column.type)})"
         texts = "[" + ", ".join(quote_ident(columns[i].name) for i in g.members) + "]"
-        arrays.append(f"arrayMap({X} -> {conv}, {texts}) AS {g.name('c')}")
-        elements.update((i, g.element("c", i)) for i in g.members)
+        arrays.append(f"arrayMap({X} -> {value}, {texts}) AS {g.name('v')}")
+        elements.update((i, g.element("v", i)) for i in g.members)
     if not arrays:
         return source, elements
     return f"(SELECT *, {', '.join(arrays)} FROM {source})", elements
