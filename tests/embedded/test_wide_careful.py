@@ -288,7 +288,7 @@ def _loaded(
     target: str, report: chute.LoadReport, cpu: float, provenance: bool = True, json_lines: bool = False
 ) -> None:
     """`cpu`: the load's CPU seconds. Measured 74 for the CSV, 137 (careful) and 150 (skipping) for
-    JSON lines, most of it the fast path's try of 1,000 date columns read as text (not these passes)."""
+    JSON lines, most of it the fast path's tries before these passes."""
     assert report.ok, [f.error for f in report.files]
     bad = len(BAD) + 1
     assert (report.rows_loaded, report.rows_rejected) == (ROWS - bad, bad)
