@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chute.engine import Engine
+from chute.load.checks import wide
 from chute.load.checks.column import conversion
 from chute.load.checks.missing import INPUT_ALIAS, computed, mask_sql, not_null, nullable_read, watched
 from chute.load.checks.reasons import (
@@ -81,6 +82,11 @@ class CheckedRows:
             mask = quote_ident(MASK_COLUMN)  # (made by `_good_records`)
         else:
             exprs = []
+            source = self.parsed.sql
+            converted: dict[int, str] = {}
+            if wide.is_wide(columns):
+                # (the text-read columns converted a type at a time: chute.load.checks.wide)
+                source, converted = wide.json_conversions(columns, source)
             for i, c in enumerate(columns):
                 name = quote_ident(c.name)
                 if count_missing and watched(c):
@@ -92,6 +98,8 @@ class CheckedRows:
                     )
                 elif count_missing and watched(c) and not read_as_text(c.type):
                     exprs.append(f"{not_null(name, c.type)} AS {name}")
+                elif i in converted:
+                    exprs.append(f"{INPUT_ALIAS}.{converted[i]} AS {name}")  # (as below, a type at a time)
                 elif read_as_text(c.type):
                     # Read as text, checked above (OVERFLOW): converted here, never wrapped or clamped.
                     inner, nullable = strip_wrappers(c.type)
@@ -101,7 +109,7 @@ class CheckedRows:
                     exprs.append(f"CAST({value}, {quote_str(c.type)}) AS {name}")
                 else:
                     exprs.append(name)
-            row, source = ROW, f"{self.parsed.sql} AS {INPUT_ALIAS} WHERE {OVERFLOW} = ''"
+            row, source = ROW, f"{source} AS {INPUT_ALIAS} WHERE {OVERFLOW} = ''"
         row = row_of(row)
         values = provenance(row)
         exprs += [
@@ -253,8 +261,9 @@ def _parse_readable(
         ]
         nested = nested_reasons(columns, lengths)
         matching = f" WHERE NOT ({' OR '.join(nested[0::2])})" if nested else ""
+        reasons = wide.range_reasons(columns) if wide.is_wide(columns) else range_reasons(columns)
         engine.execute(
-            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {range_reasons(columns)} AS {OVERFLOW} "
+            f"CREATE TABLE {parsed.sql} ENGINE = Memory AS SELECT *, {reasons} AS {OVERFLOW} "
             f"FROM file({quote_str(tagged_file)}, 'JSONEachRow', {quote_str(structure)}){matching}",
             settings={
                 **format_settings,
@@ -288,7 +297,11 @@ def _json_reasons(columns: list[Column]) -> str:
     parts.append(f"notEmpty({twice}), concat('a field appears twice: ', arrayStringConcat({twice}, ', '))")
     lengths = [f"length(JSONExtractArrayRaw(l.{RAW}, {quote_str(c.name)}))" for c in columns]
     parts += [", ".join(arm) for arm in zip(*[iter(nested_reasons(columns, lengths))] * 2, strict=True)]
-    for c in columns:
+    if wide.is_wide(columns):
+        # (a type at a time, over the record's keys and values: chute.load.checks.wide)
+        arm = wide.json_reason(columns, f"l.{RAW}")
+        parts += [arm] if arm else []
+    for c in [] if wide.is_wide(columns) else columns:
         key = quote_str(c.name)
         raw = f"l.{RAW}"
         text = f"if(JSONType({raw}, {key}) = 'String', JSONExtractString({raw}, {key}), JSONExtractRaw({raw}, {key}))"

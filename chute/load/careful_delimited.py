@@ -13,6 +13,7 @@ import uuid
 
 from chute.engine import Engine
 from chute.load.careful import RAW, RAW_LIMIT, REASON, ROW, CheckedRows, materialize
+from chute.load.checks import wide
 from chute.load.checks.missing import computed, mask_sql
 from chute.load.checks.reasons import bad_conditions, finals, multi_if, nested_reasons, present_at, value_at
 from chute.load.checks.types import default_of, strip_wrappers
@@ -149,24 +150,47 @@ def _good_records(
     """The records the parser split, numbered among all records (bad ones counted), with
     each value checked and converted, and the mask of the `watched_at` columns' missing values."""
     fields = [field_at(i) for i in range(len(columns))]
-    texts = [f"if({f} = '\\\\N', '', {f})" for f in fields]
-    # An empty field of a text column is the empty string: a Nullable one's NULL (TSV's `\N`,
-    # CSV's unquoted empty field) was read as NULL, here `\N` (chute.load.careful_pass).
-    empty_is_text = [int(strip_wrappers(c.type)[0] == "String") for c in columns]
-    present = [
-        f"({fields[i]} != '\\\\N' AND (notEmpty({fields[i]}) OR {empty_is_text[i]})"
-        + (f" AND {fields[i]} != {quote_str(c.null_marker)})" if c.null_marker else ")")
-        for i, c in enumerate(columns)
-    ]
-    extract = [f"CAST({fields[i]}, {quote_str(strip_wrappers(c.type)[0])})" for i, c in enumerate(columns)]
     nested = nested_reasons(columns, [f"length({value_at(i)})" for i in range(len(columns))])
+    source = scratch.sql
+    if wide.is_wide(columns):
+        # (a type at a time, over arrays: chute.load.checks.wide)
+        checks = wide.delimited(columns, fields, _text, _present, _extract)
+        present = checks.present
+        reasons = checks.reasons + nested
+        values = [f"{v} AS {value_at(i)}" for i, v in enumerate(checks.values)]
+        source = checks.source(source)
+        flags = checks.missing(watched_at)
+    else:
+        texts = [_text(f) for f in fields]
+        present = [_present(c, fields[i]) for i, c in enumerate(columns)]
+        extract = [_extract(c, fields[i]) for i, c in enumerate(columns)]
+        reasons = bad_conditions(columns, texts, present) + nested
+        values = finals(columns, texts, present, extract)
+        flags = [(i, f"NOT {present[i]}") for i in watched_at]
     return (
         f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64({K} + 1)) AS {ROW}, "
         f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS {RAW}, "
-        f"{multi_if(bad_conditions(columns, texts, present) + nested)} AS {REASON}, "
-        f"{', '.join(finals(columns, texts, present, extract))}, "
-        f"{mask_sql([(i, f'NOT {present[i]}') for i in watched_at])}{_presence(columns, present)} FROM {scratch.sql}"
+        f"{multi_if(reasons)} AS {REASON}, {', '.join(values)}, "
+        f"{mask_sql(flags)}{_presence(columns, present)} FROM {source}"
     )
+
+
+def _text(field: str) -> str:
+    """A field's text (TSV's `\\N` and a Nullable column's NULL read as `\\N`: empty)."""
+    return f"if({field} = '\\\\N', '', {field})"
+
+
+def _present(column: Column, field: str) -> str:
+    """A field holds a value. An empty field of a text column is the empty string: a Nullable one's
+    NULL (TSV's `\\N`, CSV's unquoted empty field) was read as NULL, here `\\N` (chute.load.careful_pass)."""
+    empty_is_text = int(strip_wrappers(column.type)[0] == "String")
+    marker = f" AND {field} != {quote_str(column.null_marker)}" if column.null_marker else ""
+    return f"({field} != '\\\\N' AND (notEmpty({field}) OR {empty_is_text}){marker})"
+
+
+def _extract(column: Column, field: str) -> str:
+    """A field of a type without a check, cast as it is."""
+    return f"CAST({field}, {quote_str(strip_wrappers(column.type)[0])})"
 
 
 def _split_at(

@@ -19,6 +19,7 @@ from chute.load.context import LoadContext, without_overflow_check
 from chute.load.outcome import Plan, done, fail, record_missing
 from chute.load.reads import UNFIT_ROW, Reads
 from chute.load.rejects import REJECT_COLUMNS, ErrorBudget
+from chute.load.sizing import Sizing
 from chute.schema import Column, structure
 from chute.sources.base import RowPositions
 from chute.sql import internal, quote_ident, quote_str
@@ -118,7 +119,12 @@ class CarefulPass:
 
     def _write_good(self, unit: Unit, checked: CheckedRows) -> dict[str, int]:
         ctx = self.ctx
-        settings: dict[str, str | int | float] = {"max_threads": ctx.workers, "max_insert_threads": ctx.workers}
+        settings: dict[str, str | int | float] = {
+            "max_threads": ctx.workers,
+            "max_insert_threads": ctx.workers,
+            # (a wide table's parts as the fast path writes them: compact near the open-files limit)
+            **Sizing(ctx, self.reads).part_writer_settings(ctx.workers),
+        }
         counting = self.reads.counting([unit])
         provenance = functools.partial(self.reads.provenance, unit)
         good = [checked.good_select(ctx.input_columns(), provenance, self.row_of(unit), count_missing=counting)]
@@ -201,7 +207,7 @@ class CarefulPass:
             ctx.table,
             ctx.insert_columns() + ([MASK_COLUMN] if counting else []),
             [good],
-            settings,
+            {**settings, **Sizing(ctx, self.reads).part_writer_settings(1)},
             count_by_source=False,
             context=unit.key,
             before_commit=self.commit.unchanged_check([unit], by_line=True),

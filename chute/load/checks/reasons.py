@@ -28,6 +28,11 @@ def unfit(name: str, shown: str, inner: str) -> str:
     return f"concat({quote_str(f'column {name}: ')}, {shown}, {quote_str(' does not fit ' + inner)})"
 
 
+def unfit_named(name_sql: str, shown: str, inner: str) -> str:
+    """`unfit` where SQL gives the column's name (a wide file's group of columns: chute.load.checks.wide)."""
+    return f"concat('column ', {name_sql}, ': ', {shown}, {quote_str(' does not fit ' + inner)})"
+
+
 def nested_reasons(columns: list[Column], lengths: list[str]) -> list[str]:
     """multiIf arms: the arrays of a Nested structure differ in length (`lengths`: SQL of
     each column's array length)."""
@@ -47,40 +52,65 @@ def multi_if(parts: list[str]) -> str:
 
 def finals(columns: list[Column], texts: list[str], present: list[str], extract: list[str]) -> list[str]:
     """Converted value of each column, and the condition that it is bad."""
-    finals = []
-    for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        _, nullable = strip_wrappers(col.type)
-        if conv is None:
-            value = extract[i]
-        elif nullable:
-            value = f"if({present[i]}, {conv}, NULL)"
-        elif array_element(strip_wrappers(col.type)[0]) is not None:
-            value = f"if({present[i]}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
-        else:
-            # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
-            default = default_of(strip_wrappers(col.type)[0])
-            value = f"if({present[i]}, ifNull({conv}, {default}), {default})"
-        finals.append(f"CAST({value}, {quote_str(col.type)}) AS {value_at(i)}")
-    return finals
+    return [
+        f"{final_value(col, conversion(texts[i], col.type), present[i], extract[i])} AS {value_at(i)}"
+        for i, col in enumerate(columns)
+    ]
+
+
+def final_value(col: Column, conv: str | None, present: str, extract: str) -> str:
+    """SQL of a column's value in the careful passes: its text converted (`conv`, None for a type
+    without a check: `extract`), its NULL or default where missing (not `present`)."""
+    _, nullable = strip_wrappers(col.type)
+    if conv is None:
+        value = extract
+    elif nullable:
+        value = f"if({present}, {conv}, NULL)"
+    elif array_element(strip_wrappers(col.type)[0]) is not None:
+        value = f"if({present}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
+    else:
+        # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
+        default = default_of(strip_wrappers(col.type)[0])
+        value = f"if({present}, ifNull({conv}, {default}), {default})"
+    return f"CAST({value}, {quote_str(col.type)})"
+
+
+def checks_text(col: Column, text: str) -> bool:
+    """Whether a column's text can fail its conversion (not a String, nor a type without a check)."""
+    conv = conversion(text, col.type)
+    return conv is not None and conv != text
 
 
 def bad_conditions(columns: list[Column], texts: list[str], present: list[str]) -> list[str]:
     """multiIf arms: a column's text (`texts`, where `present`) does not convert into its type."""
     parts = []
     for i, col in enumerate(columns):
-        conv = conversion(texts[i], col.type)
-        if conv is None or conv == texts[i]:
-            continue
-        inner = strip_wrappers(col.type)[0]
-        shown = f"if(empty({texts[i]}), '\"\"', substring({texts[i]}, 1, 200))"
-        parts.append(f"{present[i]} AND ({conv}) IS NULL, {unfit(col.name, shown, inner)}")
+        if checks_text(col, texts[i]):
+            parts += bad_arm(col, texts[i], present[i], quote_str(col.name))
     return parts
+
+
+def bad_arm(col: Column, text: str, present: str, name_sql: str, conv: str | None = None) -> list[str]:
+    """The multiIf arm (condition, reason) of a checked column whose text (`text`, where `present`) does not
+    convert (`conv`: SQL of the conversion, if at hand), the column named by `name_sql`."""
+    return [f"{present} AND ({conv or conversion(text, col.type)}) IS NULL", bad_reason(col, text, name_sql)]
+
+
+def bad_reason(col: Column, text: str, name_sql: str) -> str:
+    """`bad_arm`'s reason: `column <name>: <text> does not fit <type>`."""
+    inner = strip_wrappers(col.type)[0]
+    shown = f"if(empty({text}), '\"\"', substring({text}, 1, 200))"
+    return unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
 
 
 def refused_conditions(col: Column, text: str, present: str) -> list[str]:
     """multiIf arms: a value of a PLAIN_SCALARS column the JSON parser refused (`text`, where
     `present`), named. A cast takes `yes` for a Bool, the reader not: only true/false/0/1 fit."""
+    return refused_arm(col, text, present, quote_str(col.name))
+
+
+def refused_arm(col: Column, text: str, present: str, name_sql: str) -> list[str]:
+    """`refused_conditions`' arm (condition, reason), the column named by `name_sql`; [] for other types."""
     inner = strip_wrappers(col.type)[0]
     if inner not in PLAIN_SCALARS:
         return []
@@ -89,7 +119,9 @@ def refused_conditions(col: Column, text: str, present: str) -> list[str]:
         if inner == "Bool"
         else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
     )
-    return [f"{present} AND {bad}, {unfit(col.name, f'substring({text}, 1, 200)', inner)}"]
+    shown = f"substring({text}, 1, 200)"
+    reason = unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
+    return [f"{present} AND {bad}", reason]
 
 
 def range_reasons(columns: list[Column]) -> str:
