@@ -334,12 +334,12 @@ def test_a_10_000_column_csv_with_bad_rows_loads_its_good_rows(tmp_path: Path, t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provenance", [True, False], ids=["tolerant", "careful"])
-def test_a_10_000_key_json_lines_file_with_bad_rows_loads_its_good_rows(
-    tmp_path: Path, target: str, provenance: bool
-) -> None:
-    """The same in JSON lines: through the pass that skips bad records (a table with provenance),
-    and through the careful pass (a table without: the skipping pass needs `_source_row` to mend)."""
+def test_a_10_000_key_json_lines_file_with_bad_rows_loads_its_good_rows(tmp_path: Path, target: str) -> None:
+    """The same in JSON lines, through the careful pass (a table without provenance). The pass
+    that skips bad records gives the same rows and reasons a type at a time as a column at a
+    time (the equivalence tests above); at 10,000 keys it took 150 CPU seconds, measured once,
+    and is left out of the suite for its time."""
+    provenance = False
     path = tmp_path / "wide.jsonl"
     with open(path, "w") as out:
         for r, row in enumerate(_dirty_rows(), start=1):
