@@ -92,11 +92,11 @@ class _Link:
 
 
 @pytest.mark.slow
-def test_thirty_runs_through_a_cutting_proxy_each_finish_exactly_once(tmp_path: Path, clickhouse_server: Any) -> None:
+def test_twenty_runs_through_a_cutting_proxy_each_finish_exactly_once(tmp_path: Path, clickhouse_server: Any) -> None:
     data = tmp_path / "data"
     _make_files(data, files=FILES, rows=ROWS)
     total_cuts = 0
-    for trial in range(30):
+    for trial in range(20):
         database = f"cut{trial}_{random.randrange(10**6)}"
         clickhouse_server.query(f"CREATE DATABASE {database}")
         proxy = CuttingProxy(clickhouse_server.http_port, seed=trial, cut_share=0.6, refuse_share=0.1)
@@ -124,4 +124,4 @@ def test_thirty_runs_through_a_cutting_proxy_each_finish_exactly_once(tmp_path: 
         ).split()
         assert got == [str(FILES * ROWS), str(FILES * ROWS), "0"], (trial, proxy.cuts, got)
         clickhouse_server.query(f"DROP DATABASE {database}")
-    assert total_cuts >= 10, total_cuts  # the network really was flaky (20 cuts in 30 runs when written)
+    assert total_cuts >= 6, total_cuts  # the network really was flaky (20 cuts in 30 runs when written)
