@@ -13,7 +13,7 @@ raises the limit of its INSERTs into such a table by that reservation, and says 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chute.report import human_bytes
@@ -42,6 +42,10 @@ class PartMemory:
         self._lock = threading.Lock()
         self._notes = notes
         """The target's notes for the load's report: one line per width raised."""
+
+    def over(self, settings: Mapping[str, str | int | float] | None, columns: int) -> dict[str, str | int | float]:
+        """`settings` for an INSERT of `columns` columns, with the raised limit where it needs one."""
+        return {**(settings or {}), **self.settings(columns)}
 
     def settings(self, columns: int) -> dict[str, str | int | float]:
         """The INSERT's own setting for a table of `columns` columns: none for a narrow table

@@ -324,7 +324,7 @@ class ServerTarget:
 
         gate = StreamGate(self._streaming, streams)
 
-        wide = {**self.part_memory.settings(len(columns)), **(server_settings or {})}
+        wide = self.part_memory.over(server_settings, len(columns))
 
         def send(group: list[str]) -> None:
             body = gate.passing(self._native_body(" UNION ALL ".join(group), engine_settings, context))
@@ -366,7 +366,7 @@ class ServerTarget:
             # Each shard's node reads the source itself and keeps its own rows.
             def fill(peer: ServerTarget, into: TableName, shard: Shard | None, _: Mapping[str, str]) -> None:
                 routed = select if shard is None else where(select, layout.condition(shard))
-                wide = {**settings, **peer.part_memory.settings(len(columns))}
+                wide = peer.part_memory.over(settings, len(columns))
                 peer.execute(f"INSERT INTO {into.sql} ({column_list}) {routed}", wide, context)
 
             return self.shards.write(layout, context, fill, count_by_source, before_commit)
@@ -375,7 +375,7 @@ class ServerTarget:
             context,
             lambda into: self.execute(
                 f"INSERT INTO {into.sql} ({column_list}) {select}",
-                {**settings, **self.part_memory.settings(len(columns))},
+                self.part_memory.over(settings, len(columns)),
                 context,
             ),
             count_by_source,
@@ -455,7 +455,7 @@ class ServerTarget:
         exactly `settings`: the server parses them (the server-parse method's stages). `sized`:
         send the file's size as Content-Length (else the body goes chunked)."""
         length = unit.size if sized else None
-        wide = {**settings, **self.part_memory.settings(len(columns))}
+        wide = self.part_memory.over(settings, len(columns))
         post_file(self.client, into, columns, unit, format_name, wide, context, self._count_sent, length)
 
     def _count_sent(self, n: int) -> None:
