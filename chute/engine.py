@@ -14,13 +14,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from chute.errors import TargetError, UsageError, translate_engine_error
 
 Settings = Mapping[str, "str | int | float"]
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 def render_settings(settings: Settings | None) -> str:
@@ -212,6 +215,9 @@ class Engine:
             Engine._open_path = path
         self._local = threading.local()
         self._extra: list[Any] = []
+        self._helpers: ThreadPoolExecutor | None = None
+        """Threads kept for `side_by_side`, each with its connection (made once)."""
+        self._helper_count = 0
         if _listener is not None:
             self.watch(True)
 
@@ -306,8 +312,48 @@ class Engine:
             with contextlib.suppress(Exception):
                 result.close()
 
+    def side_by_side(self, work: Callable[[Item], Result], items: Sequence[Item], threads: int) -> list[Future[Result]]:
+        """`work` on each item, on up to `threads` threads at once (this one among them), each
+        with its own connection: small statements that keep one core busy each (a DESCRIBE, the
+        first lines of a file) finish in about half the time on two cores. The outcomes in the
+        items' order, done: `result()` gives an item's value or raises its error."""
+        outcomes: list[Future[Result]] = [Future() for _ in items]
+        claimed = iter(range(len(items)))
+        claim = threading.Lock()
+
+        def drain() -> None:
+            while True:
+                with claim:
+                    index = next(claimed, None)
+                if index is None:
+                    return
+                try:
+                    outcomes[index].set_result(work(items[index]))
+                except Exception as exc:  # (KeyboardInterrupt and the like stop the caller's thread)
+                    outcomes[index].set_exception(exc)
+
+        helpers = min(threads, len(items)) - 1
+        if helpers > 0:
+            if self._helpers is None or self._helper_count < helpers:
+                if self._helpers is not None:
+                    self._helpers.shutdown(wait=True)
+                self._helpers = ThreadPoolExecutor(helpers, thread_name_prefix="chute-engine")
+                self._helper_count = helpers
+            started = [self._helpers.submit(drain) for _ in range(helpers)]
+        else:
+            started = []
+        try:
+            drain()
+        finally:
+            for helper in started:
+                helper.result()
+        return outcomes
+
     def close(self) -> None:
         """Close the connections; the directory may be opened again afterwards."""
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=True)
+            self._helpers = None
         for conn in self._extra:
             with contextlib.suppress(Exception):
                 conn.close()

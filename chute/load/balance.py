@@ -4,17 +4,21 @@ sends Native; the server stores) and checked server-parse (the server parses the
 this machine proves the integers and dates it stored, chute.load.verify and chute.load.checks.textproof).
 
 Each way costs each side CPU in proportion to the bytes it parses. Measured on the streams set
-(1 M rows, 400 MB of JSON in 20 gzip files, 18.16, bench/bench_split.py, bench/README.md), in
-CPU seconds per GB of uncompressed input:
+(1 M rows, 400 MB of JSON in 20 gzip files, 18.16, bench/bench_split.py, bench/README.md) on a
+quiet machine, the server on one core and chute on the other, medians of 5, in CPU seconds per
+GB of uncompressed input:
 
-    client-convert    this machine 5.5    the server 3.3
-    checked parse     this machine 4.9    the server 6.4
+    client-convert    this machine 4.6    the server 2.8
+    checked parse     this machine 4.5    the server 6.5
 
 Where the server has cores of its own (another host, or this one with chute held to some of its
 cores by taskset or a cgroup), both sides work at once and the load takes as long as the busier
-side: auto gives the server the share of the bytes that ends both sides together. Where both
-share the same cores, every CPU second counts against the same cores: the way with the least
-CPU in all wins (client-convert, 8.8 against 11.3).
+side: auto gives the server the share of the bytes that ends both sides together, where that
+is at least MIN_GAIN sooner than converting all here. A load shared both ways pays for both
+(two kinds of batches, the proof's reads): measured there, sharing 59% took 2.52 s against
+client-convert's 2.16 s while the model promised 1 % less. Where both share the same cores,
+every CPU second counts against the same cores: the way with the least CPU in all wins
+(client-convert, 7.4 against 11.0).
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CONVERT_CLIENT = 5.5
-CONVERT_SERVER = 3.3
-PARSE_CLIENT = 4.9
-PARSE_SERVER = 6.4
+CONVERT_CLIENT = 4.6
+CONVERT_SERVER = 2.8
+PARSE_CLIENT = 4.5
+PARSE_SERVER = 6.5
 """CPU seconds per GB of uncompressed input (module docstring)."""
+MIN_GAIN = 0.1
+"""A share must promise to end this much sooner than converting all here (module docstring)."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 MIN_SHARE = 0.1
 """Below this share of the bytes, the server parses nothing (a batch of its own costs round trips)."""
@@ -66,10 +72,10 @@ def share(apart: bool, client_cores: int, server_cores: int) -> Share:
     slope = (parse[1] - convert[1]) - (parse[0] - convert[0])
     f = (convert[0] - convert[1]) / slope if slope > 0 else (1.0 if parse[0] < convert[0] else 0.0)
     f = min(1.0, max(0.0, f))
-    if f < MIN_SHARE:
-        f = 0.0
     mixed = max((1 - f) * convert[0] + f * parse[0], (1 - f) * convert[1] + f * parse[1])
     alone = max(convert)
+    if f < MIN_SHARE or mixed > (1 - MIN_GAIN) * alone:
+        f = 0.0
     if f == 0.0:
         return Share(
             f,

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from chute.cores import usable_cores
 from chute.engine import Engine
 from chute.errors import ChuteError
 from chute.formats import TEXT_FORMATS
@@ -214,11 +215,11 @@ def mixed_files(
     chosen = sampled([u for u in units if u.size > 0 and source.unreadable(u) is None])
     if len(chosen) < (1 if columns is not None else 2):
         return None
-    read: list[tuple[Unit, Shape]] = []
-    for unit in chosen:
-        shape = read_shape(engine, source, unit, opts)
-        if shape is not None and shape.count:
-            read.append((unit, shape))
+    # Each look is a short read on one core: side by side where the engine reads the files itself.
+    threads = 1 if source.batch_bytes else opts.workers or usable_cores()
+    shapes = engine.side_by_side(lambda u: read_shape(engine, source, u, opts), chosen, threads)
+    looked = [(u, outcome.result()) for u, outcome in zip(chosen, shapes, strict=True)]
+    read = [(u, shape) for u, shape in looked if shape is not None and shape.count]
     known = table_shape(columns) if columns is not None else None
     if known is not None and not known.names:
         return None

@@ -36,14 +36,29 @@ VIRTUAL_COLUMNS = frozenset({"_path", "_row_number"})
 SQUASH_MEMORY_SHARE = 4
 """The batch's rows (as its bytes, compressed ones times COMPRESSED_EXPANSION) stay under the
 memory budget divided by this."""
+PENDING_BLOCK_BYTES = 64 * 2**20
+"""What a reading thread may hold in small blocks before they are joined into one (block_rows)."""
+SMALL_BLOCK_COLUMN_BYTES = 6 * 2**10
+"""What a block of a few rows holds per column, whatever its rows: each array of a column starts
+at 4 KiB (a String's bytes and offsets, a Nullable's null map: about 1.5 arrays a column)."""
+
+
+def block_rows(read_as: Sequence[Column]) -> int:
+    """Rows of each block the temporary table keeps. The engine joins the blocks it inserts
+    into a Memory table up to `max_block_size` rows (65,409 by default), holding each small
+    block whole until then: 13,000 blocks of 5 rows, each ~190 KiB for its 4 KiB arrays, made
+    1.9 GB for 10,000 files of a 20-field nested JSON (2.4 GB peak for the load; 0.6 GB
+    joined every 2,048 rows, and 25 % less CPU). Tuples count a column per field."""
+    columns = 2 + sum(1 + c.type.count(",") for c in read_as)  # (+ _path, _row_number)
+    return max(64, min(4096, PENDING_BLOCK_BYTES // (SMALL_BLOCK_COLUMN_BYTES * columns)))
 
 
 class Squash:
     """The temporary tables one batch's SELECTs read from instead of file() calls."""
 
     def __init__(self) -> None:
-        self.tables: list[tuple[str, str, str]] = []
-        """(name, CREATE, INSERT ... SELECT from the file() call) per table."""
+        self.tables: list[tuple[str, str, str, int]] = []
+        """(name, CREATE, INSERT ... SELECT from the file() call, block_rows) per table."""
 
     @staticmethod
     def applies(ctx: LoadContext, batch: Sequence[Unit]) -> bool:
@@ -65,7 +80,7 @@ class Squash:
         columns = [f"{quote_ident(c.name)} {c.type}" for c in read_as] + ["`_path` String", "`_row_number` UInt64"]
         create = f"CREATE TEMPORARY TABLE {name} ({', '.join(columns)}) ENGINE = Memory"
         fill = f"INSERT INTO {name} SELECT *, _path, _row_number FROM {table_expr}"
-        self.tables.append((name, create, fill))
+        self.tables.append((name, create, fill, block_rows(read_as)))
         return name
 
     @contextmanager
@@ -76,10 +91,10 @@ class Squash:
         reading = {k: v for k, v in settings.items() if k not in PART_WRITER_SETTINGS}
         made: list[str] = []
         try:
-            for name, create, fill in self.tables:
+            for name, create, fill, rows in self.tables:
                 engine.execute(create, context=context)
                 made.append(name)
-                engine.execute(fill, reading, context)
+                engine.execute(fill, {**reading, "max_block_size": rows}, context)
             yield
         finally:
             for name in made:

@@ -172,9 +172,8 @@ class TableSetup:
                 not u.is_range and u.fmt.format == unit.fmt.format for u in readable[at + 1 :]
             )
             try:
-                columns = self.infer(unit, INFER_MORE_ROWS if quick else None)
-                sampled = [(unit, columns)]
-                later = self._later_columns(unit, columns, readable[at + 1 :], sampled)
+                columns, sampled = self._sampled(unit, quick, readable[at + 1 :])
+                later = [found for _, found in sampled[1:]]
                 if quick and not settled(columns, later):
                     columns = self.infer(unit)  # the samples disagree: the first file's full sample
                     sampled[0] = (unit, columns)
@@ -192,34 +191,46 @@ class TableSetup:
             raise last_error
         return None
 
-    def _later_columns(
-        self, first: Unit, columns: list[Column], rest: list[Unit], sampled: list[tuple[Unit, list[Column]]]
-    ) -> list[list[Column]]:
-        """The columns of up to INFER_FILES - 1 files spread over the rest (INFER_MORE_ROWS rows
-        of each). A file that cannot be read here is left to its load. The files read and their
-        columns are added to `sampled`. A source that fetches its units' bytes itself (Kafka:
-        `batch_bytes`) is sampled within its first batch only: units spread over a whole topic
-        would all be fetched before the first row loads."""
-        per_file: list[list[Column]] = []
+    def _sampled(
+        self, first: Unit, quick: bool, rest: list[Unit]
+    ) -> tuple[list[Column], list[tuple[Unit, list[Column]]]]:
+        """The first unit's columns (its error raised), and every unit read with its columns:
+        the first, then up to INFER_FILES - 1 files spread over the rest (INFER_MORE_ROWS rows of
+        each; a file that cannot be read here is left to its load). Read side by side on the
+        load's cores where the engine reads the files itself: each read keeps one core busy."""
+        later = self._later_units(first, rest)
+        threads = 1 if self.ctx.source.batch_bytes else self.ctx.workers
+        outcomes = self.ctx.target.engine.side_by_side(
+            lambda u: self.infer(u, INFER_MORE_ROWS if u is not first or quick else None), [first, *later], threads
+        )
+        columns = outcomes[0].result()
+        sampled = [(first, columns)]
+        for unit, outcome in zip(later, outcomes[1:], strict=True):
+            if isinstance(outcome.exception(), ChuteError):
+                continue
+            found = outcome.result()
+            if unnamed(found) and not unnamed(columns):
+                continue  # a file without a header: its fields are the named ones, by place
+            sampled.append((unit, found))
+        return columns, sampled
+
+    def _later_units(self, first: Unit, rest: list[Unit]) -> list[Unit]:
+        """Up to INFER_FILES - 1 files of the first's format spread over the rest. A source that
+        fetches its units' bytes itself (Kafka: `batch_bytes`) is sampled within its first batch
+        only: units spread over a whole topic would all be fetched before the first row loads."""
         # Byte ranges of a big file are not files of their own: read without its header they
         # would name their fields c1, c2, ...
         rest = [u for u in rest if not u.is_range]
         if self.ctx.source.batch_bytes:
             rest = _first_batch(first, rest, self.ctx.source.batch_bytes)
-        for index in spread(len(rest), INFER_FILES - 1)[: INFER_FILES - 1]:
-            unit = rest[index]
-            if unit.fmt.format != first.fmt.format or self.ctx.source.declared_columns(unit) is not None:
-                continue
-            with contextlib.suppress(ChuteError):
-                found = self.infer(unit, INFER_MORE_ROWS)
-                if unnamed(found) and not unnamed(columns):
-                    continue  # a file without a header: its fields are the named ones, by place
-                per_file.append(found)
-                sampled.append((unit, found))
-        return per_file
+        return [
+            unit
+            for index in spread(len(rest), INFER_FILES - 1)[: INFER_FILES - 1]
+            if (unit := rest[index]).fmt.format == first.fmt.format and self.ctx.source.declared_columns(unit) is None
+        ]
 
     def _with_later_fields(self, first: Unit, columns: list[Column], later: list[list[Column]]) -> list[Column]:
-        """The first file's columns and the later files' (`_later_columns`) as one list
+        """The first file's columns and the later files' (`_sampled`) as one list
         (schema.union_columns): a field that appears only in later files is a column too."""
         kept: list[tuple[str, str, str]] = []
         merged = union_columns(self.ctx.target.engine, [columns, *later], kept)

@@ -40,7 +40,8 @@ def test_files_that_agree_are_each_read_briefly(tmp_path: Path, monkeypatch: pyt
     seen = _samples(monkeypatch)
     report = chute.load([str(tmp_path)], table="t", target=str(tmp_path / "db"))
     assert report.ok and report.rows_loaded == 30
-    assert seen == [("f0.json", INFER_MORE_ROWS), ("f1.json", INFER_MORE_ROWS), ("f2.json", INFER_MORE_ROWS)]
+    # (read side by side: in any order)
+    assert sorted(seen) == [("f0.json", INFER_MORE_ROWS), ("f1.json", INFER_MORE_ROWS), ("f2.json", INFER_MORE_ROWS)]
 
 
 def test_files_that_disagree_read_the_first_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +50,8 @@ def test_files_that_disagree_read_the_first_in_full(tmp_path: Path, monkeypatch:
     seen = _samples(monkeypatch)
     report = chute.load([str(tmp_path)], table="t", target=str(tmp_path / "db"))
     assert report.ok and report.rows_loaded == 20
-    assert seen == [("f0.json", INFER_MORE_ROWS), ("f1.json", INFER_MORE_ROWS), ("f0.json", None)]
+    assert sorted(seen[:2]) == [("f0.json", INFER_MORE_ROWS), ("f1.json", INFER_MORE_ROWS)]
+    assert seen[2:] == [("f0.json", None)]
     assert any("v Float64" in n or "v Nullable(Float64)" in n for n in report.notes), report.notes
 
 
