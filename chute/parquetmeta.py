@@ -9,11 +9,14 @@ from chute.schema import Column, without_nullable
 from chute.sql import quote_ident
 
 # Per leaf (a top-level column is one leaf, a list column's elements another): whether every
-# row group has statistics, and the NULLs they count. A list leaf counts an empty or NULL list
-# as a NULL too.
+# row group has statistics, the NULLs they count, and whether the schema makes it required
+# (definition level 0: it cannot hold a NULL, whatever the statistics say; the engine's own
+# writer gives no NULL count). A list leaf counts an empty or NULL list as a NULL too.
 _LEAVES_SQL = (
-    "SELECT c.path AS path, min(c.have_statistics) AS stats, sum(ifNull(c.statistics.null_count, 1)) AS nulls "
-    "FROM (SELECT arrayJoin(row_groups) AS rg FROM {metadata}) ARRAY JOIN rg.columns AS c GROUP BY path"
+    "SELECT c.path AS path, min(c.have_statistics) AS stats, sum(ifNull(c.statistics.null_count, 1)) AS nulls, "
+    "max(has(required, c.path)) AS required FROM (SELECT arrayJoin(row_groups) AS rg, "
+    "arrayMap(x -> x.path, arrayFilter(x -> x.max_definition_level = 0, columns)) AS required FROM {metadata}) "
+    "ARRAY JOIN rg.columns AS c GROUP BY path"
 )
 
 
@@ -26,10 +29,10 @@ def _owner(path: str, names: list[str]) -> str | None:
 def null_free(
     engine: Engine, metadata: str, columns: list[Column], data: Callable[[str], str] | None = None
 ) -> set[str]:
-    """Columns of a Parquet file that hold no NULL: every leaf's statistics count none in every
-    row group. A list column whose statistics count some (an empty list counts there too) is read
-    (`data(structure)`: the file as a table expression with that structure) to count NULL elements,
-    where its type is `Array(Nullable(scalar))`.
+    """Columns of a Parquet file that hold no NULL: every leaf is required by the schema, or its
+    statistics count none in every row group. A list column whose statistics count some (an
+    empty list counts there too) is read (`data(structure)`: the file as a table expression with
+    that structure) to count NULL elements, where its type is `Array(Nullable(scalar))`.
 
     `metadata` reads the file as `ParquetMetadata`; `columns` are the file's, as described."""
     rows = engine.rows(_LEAVES_SQL.format(metadata=metadata), context="reading Parquet statistics")
@@ -37,7 +40,7 @@ def null_free(
     clean = set(names)
     for r in rows:
         owner = _owner(str(r["path"]), names)
-        if owner is not None and not (r["stats"] and int(r["nulls"]) == 0):
+        if owner is not None and not (r["required"] or (r["stats"] and int(r["nulls"]) == 0)):
             clean.discard(owner)
     lists = [c for c in columns if c.name not in clean and _scalar_list(c.type)]
     if lists and data is not None:

@@ -28,6 +28,7 @@ from chute.load.checks.missing import (
 from chute.load.checks.typed import WIDE_READ_FORMATS
 from chute.load.checks.types import FastRead, plus_check, strip_wrappers
 from chute.load.context import LoadContext
+from chute.load.nullfree import NullFree
 from chute.schema import Column, structure
 from chute.sources.base import CheckedRead, CheckedValues, table_function
 from chute.sql import quote_ident, quote_str
@@ -54,6 +55,7 @@ class Reads:
         self.ctx = ctx
         self._file_types: dict[str, dict[str, str]] = {}
         self._file_types_lock = threading.Lock()
+        self.null_free = NullFree(ctx)
 
     # -- row numbers ----------------------------------------------------------
 
@@ -133,11 +135,10 @@ class Reads:
         hold them, the table has columns that take a default for them, and it loads through a
         stage table (which holds the mask until it is counted)."""
         ctx = self.ctx
-        return (
-            ctx.info.stageable
-            and all(u.fmt.format in COUNTED_FORMATS for u in batch)
-            and any(watched(c, u.fmt.format) for c in ctx.input_columns() for u in batch)
-        )
+        if not ctx.info.stageable or not all(u.fmt.format in COUNTED_FORMATS for u in batch):
+            return False
+        columns = [c for c in ctx.input_columns() if any(watched(c, u.fmt.format) for u in batch)]
+        return bool(columns) and not self.null_free.all_free(batch, columns)
 
     def probing(self, batch: list[Unit]) -> bool:
         """Whether a counted batch is read first without the count (chute.load.checks.missing.PROBED_FORMATS):
