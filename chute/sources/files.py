@@ -120,12 +120,23 @@ class _Resolved:
         self.directories: dict[str, str] = {}
         self.stats: dict[str, os.stat_result] = {}
 
+    def is_file(self, path: str) -> bool:
+        """`os.path.isfile` (a link followed), at the lstat that `path` then takes again from here."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            return os.path.isfile(path)
+        self.stats[path] = st
+        return stat.S_ISREG(st.st_mode)
+
     def path(self, path: str) -> str:
         directory, _, name = path.rpartition("/")
         if name in ("", ".", "..") or (not directory and path.startswith("/")):
             return os.path.realpath(path)
         try:
-            st = os.lstat(path)
+            st = self.stats.get(path) or os.lstat(path)
         except OSError:
             return os.path.realpath(path)
         if stat.S_ISLNK(st.st_mode):
@@ -185,6 +196,7 @@ class FileSource(SourceBase, EngineRowNumbers):
     def _paths(self) -> list[str]:
         paths: list[str] = []
         skipped = Skipped()
+        resolved = _Resolved()
         for pattern in self.patterns:
             if os.path.isdir(pattern):
                 here = Skipped()
@@ -204,7 +216,7 @@ class FileSource(SourceBase, EngineRowNumbers):
                 paths.extend(listed)
             elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
                 matched = sorted(
-                    {m for p in expand_braces(pattern) for m in glob.glob(p, recursive=True) if os.path.isfile(m)}
+                    {m for p in expand_braces(pattern) for m in glob.glob(p, recursive=True) if resolved.is_file(m)}
                 )
                 if not matched:
                     raise SourceError(f"{pattern}: no file matches")
@@ -217,7 +229,6 @@ class FileSource(SourceBase, EngineRowNumbers):
         # A file is known by its resolved path: reached through a symlinked directory or file
         # it is the same unit (and the same ledger row) as through its own path.
         unique: dict[str, None] = {}
-        resolved = _Resolved()
         for p in paths:
             real = resolved.path(p)
             if not any(real.startswith(prefix) for prefix in self.exclude):
