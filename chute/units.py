@@ -30,6 +30,25 @@ class Unit:
     time was already past (files.WITNESS_AGE): no write, `touch -d` or replacement leaves both
     as they were, so a later run that finds them so trusts the recorded fingerprint, unread."""
 
+    @classmethod
+    def of_file(cls, key: str, size: int, mtime_ns: int, fmt: FileFormat, fingerprint: str, witness: str) -> Unit:
+        """A whole local file's unit, made without the frozen class's field-by-field `__init__`
+        (4 us against 1.5 on a busy machine: a listing of 100,000 files makes as many)."""
+        unit = object.__new__(cls)
+        unit.__dict__.update(
+            key=key,
+            size=size,
+            mtime_ns=mtime_ns,
+            fmt=fmt,
+            etag="",
+            origin="",
+            start=0,
+            end=0,
+            fingerprint=fingerprint,
+            witness=witness,
+        )
+        return unit
+
     @property
     def source_name(self) -> str:
         """What `_source` holds for this unit's rows: the file, also for its ranges."""

@@ -26,6 +26,7 @@ from chute.cli.parser import ArgsError, arm, build_parser, subparsers
 from chute.engine import lean_engine_import
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query
+from chute.load.ledger import freeze_many_objects
 from chute.report import LoadReport
 
 __all__ = [
@@ -123,6 +124,7 @@ def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = N
 
 def entry() -> None:
     lean_engine_import()
+    freeze_many_objects()
     _interrupt_on_sigterm()
     code = main()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built

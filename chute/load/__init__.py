@@ -13,6 +13,8 @@ import os
 import resource
 import time
 from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import attrgetter
 
 from chute.engine import MEMORY, Engine, say_doing, shared_engine
 from chute.errors import ChuteError, UsageError
@@ -114,7 +116,9 @@ def load(
     # A table that is not there while the ledger has units in it was dropped: they load again
     # (Loader writes their `dropped` rows), so an incremental source must plan them this run.
     gone = meta is None
-    known = tuple((k, "dropped" if gone else e.state) for k, e in latest.items())
+    # (zip and attrgetter: C-level, not a Python step per entry; a re-run lists 100,000 and more)
+    states = repeat("dropped", len(latest)) if gone else map(attrgetter("state"), latest.values())
+    known = tuple(zip(latest, states, strict=True))
     # (rows per loaded unit: a database source's planner compares them; files need none)
     counted = (
         tuple((k, e.rows_loaded + e.rows_rejected) for k, e in latest.items() if e.state == "done")
@@ -123,10 +127,12 @@ def load(
     )
     # (files: their recorded identities spare a re-run the reading of their fingerprints)
     identities = (
-        tuple((k, e.identity) for k, e in latest.items() if e.state == "done" and not gone)
-        if source_scheme(patterns) == "file"
+        tuple((k, e.identity) for k, e in latest.items() if e.state == "done")
+        if source_scheme(patterns) == "file" and not gone
         else ()
     )
+    unchanged: set[str] | None = None
+    """Units found as the ledger recorded them (when told here: planning takes them as such)."""
     if early is not None:  # (a new directory: no ledger, no table, nothing else to know first)
         source, units = early
     else:
@@ -135,7 +141,8 @@ def load(
             units = source.units()
         columns = tgt.table_columns(table_name) if meta is not None else None
         if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
-            pending = [u for u in units if u.key not in latest or not _unchanged(latest[u.key], u) or gone]
+            unchanged = set() if gone else {u.key for u in units if _unchanged(latest.get(u.key), u)}
+            pending = [u for u in units if u.key not in unchanged] if unchanged else units
             try:
                 _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
             except BaseException:
@@ -146,7 +153,7 @@ def load(
     books = ledger.books if meta is not None else None
     loader = Loader(LoadContext(tgt, source, table_name, opts, progress, meta, books=books))
     try:
-        report = loader.run(units, on_plan, on_ddl, latest)
+        report = loader.run(units, on_plan, on_ddl, latest, unchanged)
     except ChuteError as exc:
         if isinstance(exc.partial, LoadReport):  # (the files and rows committed before it stopped)
             _finish(exc.partial, source, tgt, started)
@@ -193,8 +200,8 @@ def _listed_first(
     return source, units
 
 
-def _unchanged(entry: LedgerEntry, unit: Unit) -> bool:
-    return entry.state == "done" and unit.matches(entry.identity)
+def _unchanged(entry: LedgerEntry | None, unit: Unit) -> bool:
+    return entry is not None and entry.state == "done" and unit.matches(entry.identity)
 
 
 def _refuse_mixed(

@@ -64,8 +64,10 @@ class Loader:
         on_plan: Callable[[int, int], None] | None,
         on_ddl: Callable[[str], None] | None,
         latest: dict[str, LedgerEntry] | None = None,
+        unchanged: set[str] | None = None,
     ) -> LoadReport:
-        """Plan against the ledger (`latest`, when the caller read it already) and load."""
+        """Plan against the ledger (`latest`, when the caller read it already, and the units it
+        found unchanged against it, when it did) and load."""
         ctx = self.ctx
         if ctx.table.database:
             known = ctx.target.rows(
@@ -103,7 +105,8 @@ class Loader:
                 ctx.ranges_of.setdefault(unit.origin, []).append(unit)
         for ranges in ctx.ranges_of.values():
             ranges.sort(key=lambda u: u.start)
-        plan = plan_units(ctx, units, ctx.ledger_latest)
+        # (`unchanged` was told against `latest`: not once the ledger was read again)
+        plan = plan_units(ctx, units, ctx.ledger_latest, unchanged if ctx.ledger_latest is latest else None)
         if on_plan:
             on_plan(len(plan.load), sum(u.size for u in plan.load))
         table_there = self.table.settle(plan, on_ddl)

@@ -31,14 +31,17 @@ every unit of the batch in a statement, which an old server parses up to 256 KiB
 (`max_query_size`). This engine parses longer ones (chute.engine.BIG_QUERIES)."""
 
 
-def plan_units(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]) -> Plan:
+def plan_units(
+    ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry], unchanged: set[str] | None = None
+) -> Plan:
     """New units load; loaded ones are skipped (or reloaded as --on-change says); started
-    (interrupted) or failed ones load again after what got in of them is removed."""
+    (interrupted) or failed ones load again after what got in of them is removed. `unchanged`:
+    the units already compared with `ledger` and found as it recorded them (else compared here)."""
     with many_objects():
-        return _planned(ctx, units, ledger)
+        return _planned(ctx, units, ledger, unchanged)
 
 
-def _planned(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]) -> Plan:
+def _planned(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry], unchanged: set[str] | None) -> Plan:
     plan = Plan()
     for unit in units:
         entry = ledger.get(unit.key)
@@ -48,7 +51,9 @@ def _planned(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry]
         plan.results[unit.key] = result
         if entry is None or entry.state == FORGOTTEN:  # (chute forget deleted its rows)
             plan.load.append(unit)
-        elif entry.state == "done" and unit.matches(entry.identity):
+        elif entry.state == "done" and (
+            unit.key in unchanged if unchanged is not None else unit.matches(entry.identity)
+        ):
             result.rows_loaded = 0
         elif entry.state == "done":
             _changed(ctx, unit, plan, result)

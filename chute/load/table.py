@@ -197,9 +197,12 @@ class TableSetup:
         """The first unit's columns (its error raised), and every unit read with its columns:
         the first, then up to INFER_FILES - 1 files spread over the rest (INFER_MORE_ROWS rows of
         each; a file that cannot be read here is left to its load). Read side by side on the
-        load's cores where the engine reads the files itself: each read keeps one core busy."""
+        load's cores where the engine reads the files itself and no file's read depends on
+        another's (CSV/TSV: the first decides the delimiter): each read keeps one core busy."""
         later = self._later_units(first, rest)
-        threads = 1 if self.ctx.source.batch_bytes else self.ctx.workers
+        # (CSV/TSV: the first file's first lines decide the delimiter and header for the rest, in order)
+        ordered = self.ctx.source.batch_bytes or first.fmt.format in ("CSV", "TSV")
+        threads = 1 if ordered else self.ctx.workers
         outcomes = self.ctx.target.engine.side_by_side(
             lambda u: self.infer(u, INFER_MORE_ROWS if u is not first or quick else None), [first, *later], threads
         )

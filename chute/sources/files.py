@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fnmatch
 import glob
 import hashlib
 import os
@@ -49,10 +50,11 @@ def witness(st: os.stat_result, listed_ns: int) -> str:
 def recorded_fingerprint(recorded: str, st: os.stat_result) -> str | None:
     """The fingerprint a ledger identity (`size:mtime:fingerprint:witness`) holds where the file's
     stat shows it as it was then: same size, mtime, change time and inode. Else None: read it."""
-    parts = recorded.split(":")
-    if len(parts) != 4 or not parts[3] or parts[:2] != [str(st.st_size), str(st.st_mtime_ns)]:
+    head, tail = f"{st.st_size}:{st.st_mtime_ns}:", f":{st.st_ctime_ns}.{st.st_ino}"
+    if not (recorded.startswith(head) and recorded.endswith(tail)):
         return None
-    return parts[2] if parts[3] == f"{st.st_ctime_ns}.{st.st_ino}" else None
+    found = recorded[len(head) : len(recorded) - len(tail)]
+    return found if found and ":" not in found else None
 
 
 def fingerprint(path: str, start: int, end: int) -> str:
@@ -109,6 +111,22 @@ def _walk(directory: str, skipped: Skipped) -> list[str]:
         prefix = os.path.join(root, "")  # (one join a directory, not a file: 100,000 names)
         found.extend(prefix + f for f in shown)
     return found
+
+
+def _globbed(pattern: str) -> list[str]:
+    """`glob.glob(pattern, recursive=True)`; where only the last name has wildcards (`dir/*.json`),
+    one listing filtered at once, without glob's step per name (100,000 names: 0.36 s -> ~0.1)."""
+    directory, _, name = pattern.rpartition("/")
+    if "**" in pattern or any(c in directory for c in "*?[") or not any(c in name for c in "*?["):
+        return glob.glob(pattern, recursive=True)
+    prefix = directory + "/" if directory else ("/" if pattern.startswith("/") else "")
+    try:
+        names = os.listdir(prefix or os.curdir)
+    except OSError:
+        return []
+    if not name.startswith("."):  # (as glob: a wildcard does not match a leading dot)
+        names = [n for n in names if not n.startswith(".")]
+    return [prefix + n for n in fnmatch.filter(names, name)]
 
 
 class _Resolved:
@@ -172,7 +190,7 @@ class FileSource(SourceBase, EngineRowNumbers):
             raise UsageError("no source given")
         self.patterns = patterns
         # The embedded target's own directory holds .json and other files: never a source.
-        self.exclude = [os.path.realpath(p) + os.sep for p in exclude or []]
+        self.exclude = tuple(os.path.realpath(p) + os.sep for p in exclude or [])
         self.format_override = format_override
         self.compression_override = compression_override
         self.split_bytes = split_bytes
@@ -215,9 +233,7 @@ class FileSource(SourceBase, EngineRowNumbers):
                 skipped.example = skipped.example or here.example
                 paths.extend(listed)
             elif any(c in pattern for c in _GLOB_CHARS) and not os.path.exists(pattern):
-                matched = sorted(
-                    {m for p in expand_braces(pattern) for m in glob.glob(p, recursive=True) if resolved.is_file(m)}
-                )
+                matched = sorted({m for p in expand_braces(pattern) for m in _globbed(p) if resolved.is_file(m)})
                 if not matched:
                     raise SourceError(f"{pattern}: no file matches")
                 paths.extend(matched)
@@ -231,7 +247,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         unique: dict[str, None] = {}
         for p in paths:
             real = resolved.path(p)
-            if not any(real.startswith(prefix) for prefix in self.exclude):
+            if not real.startswith(self.exclude):
                 full = self._key(p, real)
                 unique.setdefault(full, None)
                 # (a plain file's lstat is in `stats`: only links need a second look)
@@ -303,16 +319,7 @@ class FileSource(SourceBase, EngineRowNumbers):
                 why = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc))
                 units.append(self._unreadable_unit(path, f"{path}: {why}", st))
                 continue
-            units.append(
-                Unit(
-                    key=path,
-                    size=st.st_size,
-                    mtime_ns=st.st_mtime_ns,
-                    fmt=fmt,
-                    fingerprint=print_,
-                    witness=witness(st, listed_ns),
-                )
-            )
+            units.append(Unit.of_file(path, st.st_size, st.st_mtime_ns, fmt, print_, witness(st, listed_ns)))
         if units and all(u.key in self._unreadable for u in units):
             raise SourceError(self._unreadable[units[0].key])  # nothing to load: as a wrong path
         return units
