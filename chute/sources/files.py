@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 import time
 
 from chute.errors import SourceError, UsageError
@@ -198,6 +199,7 @@ class FileSource(SourceBase, EngineRowNumbers):
         self.recorded = recorded or {}
         self._manifests: dict[str, tuple[list[Column], bool] | None] = {}
         self._links: dict[str, str] = {}
+        self._links_lock = threading.Lock()
         """Files whose names hold * ? [ { (the engine's file() reads them as a pattern) -> a
         symlink to each in a private directory, named plainly, that the engine reads instead."""
         self._link_dir: str | None = None
@@ -384,14 +386,15 @@ class FileSource(SourceBase, EngineRowNumbers):
         """`path`, or where the engine can read it when its name holds glob characters."""
         if not any(c in path for c in _GLOB_CHARS):
             return path
-        link = self._links.get(path)
-        if link is None:
-            if self._link_dir is None:
-                self._link_dir = tempfile.mkdtemp(prefix="chute-names-")
-            link = os.path.join(self._link_dir, str(len(self._links)))
-            os.symlink(path, link)
-            self._links[path] = link
-        return link
+        with self._links_lock:  # (threads read samples side by side: one link a name, one number a link)
+            link = self._links.get(path)
+            if link is None:
+                if self._link_dir is None:
+                    self._link_dir = tempfile.mkdtemp(prefix="chute-names-")
+                link = os.path.join(self._link_dir, str(len(self._links)))
+                os.symlink(path, link)
+                self._links[path] = link
+            return link
 
     def close(self) -> None:
         if self._link_dir is not None:

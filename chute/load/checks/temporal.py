@@ -156,7 +156,10 @@ def fraction_ok(text: str, precision: int) -> str:
     """No digit past the type's `precision` that is not 0, in the fraction of a second after the
     clock (`10:20:30.1239`) or of a number of seconds (`1705314030.5`): the parsers drop those
     digits (`.1239` into DateTime64(3) is .123, `.5` into DateTime is gone). Text without a `.`
-    (most) pays only the search for it."""
+    (most) pays only the search for it, text with a short tail after it its length."""
     digits = f"[0-9]{{{precision}}}" if precision else ""
     regex = f"':[0-9]{{2}}\\\\.{digits}[0-9]*[1-9]|^[0-9]+\\\\.{digits}[0-9]*[1-9][0-9]*$'"
-    return f"if(position({text}, '.') = 0, 1, NOT match({text}, {regex}))"
+    # Text with no more characters after its `.` than the precision holds no digit past it: no
+    # regex (`.123Z`, `.123456+05:30` into DateTime64(9): most fractions of API dumps).
+    dot = f"position({text}, '.')"
+    return f"if({dot} = 0 OR length({text}) - {dot} <= {precision}, 1, NOT match({text}, {regex}))"
