@@ -43,17 +43,16 @@ def plan_units(
 
 def _planned(ctx: LoadContext, units: list[Unit], ledger: dict[str, LedgerEntry], unchanged: set[str] | None) -> Plan:
     plan = Plan()
+    results, entry_of, skipped = plan.results, ledger.get, FileState.SKIPPED  # (bound once: a unit a file)
     for unit in units:
-        entry = ledger.get(unit.key)
+        key = unit.key
+        entry = entry_of(key)
         # Database units count rows in `size`, not bytes: they add nothing to "bytes in".
         sized_in_rows = unit.fmt.format in ROW_SIZED_FORMATS
-        result = FileResult(unit.key, FileState.SKIPPED, bytes_in=0 if sized_in_rows else unit.size)
-        plan.results[unit.key] = result
+        result = results[key] = FileResult(key, skipped, bytes_in=0 if sized_in_rows else unit.size)
         if entry is None or entry.state == FORGOTTEN:  # (chute forget deleted its rows)
             plan.load.append(unit)
-        elif entry.state == "done" and (
-            unit.key in unchanged if unchanged is not None else unit.matches(entry.identity)
-        ):
+        elif entry.state == "done" and (key in unchanged if unchanged is not None else unit.matches(entry.identity)):
             result.rows_loaded = 0
         elif entry.state == "done":
             _changed(ctx, unit, plan, result)

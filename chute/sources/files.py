@@ -246,17 +246,20 @@ class FileSource(SourceBase, EngineRowNumbers):
         self.notes.extend(skipped.notes())
         # A file is known by its resolved path: reached through a symlinked directory or file
         # it is the same unit (and the same ledger row) as through its own path.
-        unique: dict[str, None] = {}
+        unique: dict[str, None] = {}  # (in order; a name met again keeps its place)
+        stats, kept, exclude, resolve, key = resolved.stats, self._stats, self.exclude, resolved.path, self._key
         for p in paths:
-            real = resolved.path(p)
-            if not real.startswith(self.exclude):
-                full = self._key(p, real)
-                unique.setdefault(full, None)
-                # (a plain file's lstat is in `stats`: only links need a second look)
-                if p not in resolved.stats and os.path.islink(p) and not os.path.exists(p):
+            real = resolve(p)
+            if real.startswith(exclude):
+                continue
+            full = key(p, real)
+            unique[full] = None
+            st = stats.get(p)
+            if st is None:  # (a plain file's lstat is in `stats`: only links need a second look)
+                if os.path.islink(p) and not os.path.exists(p):
                     self._dangling[full] = p
-                if full == real and p in resolved.stats:
-                    self._stats[full] = resolved.stats[p]
+            elif full == real:
+                kept[full] = st
         return list(unique)
 
     def _key(self, path: str, real: str | None = None) -> str:
@@ -268,19 +271,17 @@ class FileSource(SourceBase, EngineRowNumbers):
         given = os.path.abspath(path)
         return given if given != real and given in self.known else real
 
-    def _stat(self, path: str) -> os.stat_result:
-        """`os.stat(path)`, taken while the names were resolved where it was (one call a file)."""
-        found = self._stats.pop(path, None)
-        return found if found is not None else os.stat(path)
-
     def units(self) -> list[Unit]:
-        units = []
+        units: list[Unit] = []
         seen: dict[tuple[int, int], str] = {}
         euid = os.geteuid()
         listed_ns = time.time_ns()
+        # (bound once: a listing of 100,000 files runs this loop as often)
+        take, detect_of, recorded_of, add = self._stats.pop, self._detect, self.recorded.get, units.append
         for path in self._paths():
             try:
-                st = self._stat(path)
+                found = take(path, None)
+                st = found if found is not None else os.stat(path)
             except OSError as exc:  # (a dangling symlink; a file gone since the listing)
                 link = self._dangling.get(path)
                 why = f"{link}: a symlink to {path}, which does not exist" if link else f"{path}: {exc.strerror}"
@@ -296,8 +297,8 @@ class FileSource(SourceBase, EngineRowNumbers):
             if not _readable(st, euid) and not os.access(path, os.R_OK):
                 units.append(self._unreadable_unit(path, f"{path}: permission denied", st))
                 continue
-            fmt = self._detect(path)
-            if self._splits(fmt, st.st_size):
+            fmt = detect_of(path)
+            if self.split_bytes is not None and self._splits(fmt, st.st_size):
                 assert self.split_bytes is not None
                 for start, end in split_points(path, fmt.format, st.st_size, self.split_bytes):
                     units.append(
@@ -313,7 +314,7 @@ class FileSource(SourceBase, EngineRowNumbers):
                         )
                     )
                 continue
-            recorded = self.recorded.get(path)
+            recorded = recorded_of(path)
             print_ = recorded_fingerprint(recorded, st) if recorded else None
             try:
                 print_ = print_ or fingerprint(path, 0, st.st_size)
@@ -321,7 +322,7 @@ class FileSource(SourceBase, EngineRowNumbers):
                 why = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc))
                 units.append(self._unreadable_unit(path, f"{path}: {why}", st))
                 continue
-            units.append(Unit.of_file(path, st.st_size, st.st_mtime_ns, fmt, print_, witness(st, listed_ns)))
+            add(Unit.of_file(path, st.st_size, st.st_mtime_ns, fmt, print_, witness(st, listed_ns)))
         if units and all(u.key in self._unreadable for u in units):
             raise SourceError(self._unreadable[units[0].key])  # nothing to load: as a wrong path
         return units
