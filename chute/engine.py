@@ -6,19 +6,18 @@ share it and may run statements at the same time from different threads.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import fcntl
 import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from chute.enginedir import LOCK_FILE as LOCK_FILE  # (targets import it from here)
+from chute.enginedir import DirectoryLock, ReadOnlyView, check_writable
 from chute.errors import TargetError, UsageError, translate_engine_error
 
 Settings = Mapping[str, "str | int | float"]
@@ -183,7 +182,7 @@ class Engine:
         """What each connection opens: the directory, or a read-only view of it."""
         if path != MEMORY:
             try:
-                _check_writable(path)
+                check_writable(path)
             except TargetError:
                 if not reading or not os.path.isdir(path):
                     raise
@@ -383,110 +382,11 @@ def _listen(conn: Any, number: int) -> None:
         conn.set_progress_callback(forward)
 
 
-LOCK_FILE = ".chute-lock"
-
-
-class DirectoryBusy(UsageError):
-    """Another chute process holds the embedded database directory."""
-
-
-class DirectoryLock:
-    """chute's own lock on an embedded database directory, taken before the engine opens it.
-
-    The engine locks the directory too, but says so in two raw lines; this lock
-    names the process that holds the directory and what it does there. The
-    file keeps `pid`, `doing` and `since` in JSON; the lock (flock) ends with the
-    process, however it ends, so a crash never leaves the directory locked.
-    """
-
-    def __init__(self, path: str, fd: int) -> None:
-        self.path = path
-        self.fd = fd
-        self.since = time.time()
-
-    @classmethod
-    def take(cls, directory: str) -> DirectoryLock:
-        path = os.path.join(directory, LOCK_FILE)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            raise DirectoryBusy(f"{directory} is in use by {holder}; try again when it ends") from None
-        lock = cls(path, fd)
-        lock.doing("using it")
-        return lock
-
-    def doing(self, what: str) -> None:
-        """Say what this process does with the directory (shown to a process that waits)."""
-        record = json.dumps({"pid": os.getpid(), "doing": what, "since": self.since}).encode()
-        with contextlib.suppress(OSError):
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, record, 0)
-
-    def release(self) -> None:
-        with contextlib.suppress(OSError):
-            os.ftruncate(self.fd, 0)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)  # closing the descriptor ends the lock
-
-
-def _read_holder(fd: int) -> str:
-    """ "chute pid N (loading t since 14:02)" from a held lock file, as far as it says."""
-    try:
-        record = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
-        record = {}
-    if not isinstance(record, dict) or "pid" not in record:
-        return "another chute process"
-    since = time.strftime("%H:%M", time.localtime(float(record.get("since", time.time()))))
-    return f"chute pid {record['pid']} ({record.get('doing', 'using it')} since {since})"
-
-
 def say_doing(what: str) -> None:
     """Tell the lock of this process's embedded directory (if any) what it does there."""
     for engine in _engines.values():
         if engine._holder is not None:
             engine._holder.doing(what)
-
-
-def _check_writable(path: str) -> None:
-    """Say plainly why a database directory cannot be used, before the engine tries."""
-    if os.path.lexists(path) and not os.path.isdir(path):
-        raise UsageError(f"the embedded database {path} is a file, not a directory: give a directory (--target)")
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".chute-probe-{os.getpid()}")
-        with open(probe, "w", encoding="utf-8"):
-            pass
-        os.remove(probe)
-    except OSError as exc:
-        raise TargetError(f"cannot write to the embedded database {path}: {exc.strerror}") from None
-
-
-class ReadOnlyView:
-    """A database directory that cannot be written (a read-only mount, another user's files),
-    opened for reading. The engine writes a `status` file and temporary files into the
-    directory it opens even to read, so it opens a scratch directory instead whose entries
-    link to the database's own (tables, data, metadata), in its read-only mode."""
-
-    SKIPPED = frozenset({"status", "tmp", LOCK_FILE})
-
-    def __init__(self, path: str) -> None:
-        import tempfile
-
-        self.directory = tempfile.mkdtemp(prefix="chute-read-only-")
-        atexit.register(self.remove)  # (the command ends without closing its engine)
-        for name in os.listdir(path):
-            if name not in self.SKIPPED and not name.startswith(".chute-probe-"):
-                os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(self.directory, name))
-        self.connect_to = f"{self.directory}?mode=ro"
-
-    def remove(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 _engines: dict[str, Engine] = {}
