@@ -44,6 +44,8 @@ LEDGER_COLUMNS = (
 
 
 _freeze_after = False
+FREEZE_OBJECTS = 50_000
+"""Objects made with the collector paused past which `many_objects` freezes them (the command only)."""
 
 
 def freeze_many_objects() -> None:
@@ -65,9 +67,11 @@ def many_objects() -> Iterator[None]:
         yield
     finally:
         if was:
-            if _freeze_after:
+            if _freeze_after and gc.get_count()[0] >= FREEZE_OBJECTS:
                 # Left out of every later collection: each would walk them all again (0.1-0.2 s
                 # of a re-run over 100,000 files). Refcounting still frees them when dropped.
+                # Only after many: a long `--follow` run's small batches would freeze the
+                # young cycles of each (an exception's traceback) for good.
                 gc.freeze()
             gc.enable()
 
