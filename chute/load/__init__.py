@@ -141,7 +141,8 @@ def load(
             units = source.units()
         columns = tgt.table_columns(table_name) if meta is not None else None
         if source_scheme(patterns) in EARLY_SCHEMES:  # (files and objects: a database or topic is one shape)
-            unchanged = set() if gone else {u.key for u in units if _unchanged(latest.get(u.key), u)}
+            if not gone:  # (a dropped table's units all load again: nothing is unchanged)
+                unchanged = {u.key for u in units if _unchanged(latest.get(u.key), u)}
             pending = [u for u in units if u.key not in unchanged] if unchanged else units
             try:
                 _refuse_mixed(tgt.engine, source, pending, opts, table_name, columns, target)
