@@ -1,15 +1,17 @@
 """Files shaped the way real exports sometimes are, which the engine alone would read wrong:
-lines ending in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)")."""
+lines ending in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)"), objects nested deeper
+than the engine reads a type back from a table's parts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import chute
-from chute.engine import Engine
-from chute.errors import SourceError
+from chute.engine import Engine, close_engines, open_engine
+from chute.errors import SchemaError, SourceError
 
 PROVENANCE = "_source String, _source_mtime DateTime64(3), _source_row UInt64, _load_id String"
 
@@ -45,3 +47,65 @@ def test_a_bare_cr_file_fails_alone_beside_good_ones(
     names = [r["name"] for r in columns]
     assert names == ["a", "b"]
     assert [r["a"] for r in engine.rows("SELECT a FROM t ORDER BY a")] == [1, 4]
+
+
+DEEP = 160
+"""Levels of nesting past what the engine's type parser reads back (149: its depth limit of 300,
+two a level): a part whose column type is deeper is "broken-on-start" at the engine's next start,
+and its rows are gone from the table while the ledger says the file is done."""
+
+
+def _deep_object(depth: int, leaf: int) -> dict[str, object]:
+    value: dict[str, object] = {"v": leaf}
+    for _ in range(depth):
+        value = {"n": value}
+    return value
+
+
+def _rows_after_restart(target: str) -> tuple[int, list[str]]:
+    close_engines()  # the engine starts again from the directory, as the next chute command's does
+    engine = open_engine(target)
+    n = int(engine.rows("SELECT count() AS n FROM t")[0]["n"])
+    broken = [str(r["name"]) for r in engine.rows("SELECT name FROM system.detached_parts WHERE table = 't'")]
+    return n, broken
+
+
+def test_json_objects_nested_too_deep_for_a_type_are_kept_as_their_text(tmp_path: Path, target: str) -> None:
+    path = tmp_path / "deep.json"
+    lines = [json.dumps({"id": i, "deep": _deep_object(DEEP, i)}) for i in range(3)]
+    path.write_text("\n".join(lines) + "\n")
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and report.rows_loaded == 3, report.files
+    assert any("column deep" in note for note in report.notes), report.notes
+    assert _rows_after_restart(target) == (3, [])
+    engine = open_engine(target)
+    texts = [r["deep"] for r in engine.rows("SELECT deep FROM t ORDER BY id")]
+    assert [json.loads(t) for t in texts] == [_deep_object(DEEP, i) for i in range(3)]
+    again = chute.load([str(path)], table="t", target=target)
+    assert again.ok and again.rows_loaded == 0 and _rows_after_restart(target) == (3, [])
+
+
+def test_parquet_structs_nested_too_deep_for_a_type_are_kept_as_their_text(tmp_path: Path, target: str) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    kind = pa.struct([("v", pa.int64())])
+    for _ in range(DEEP):
+        kind = pa.struct([("n", kind)])
+    path = tmp_path / "deep.parquet"
+    values = pa.array([_deep_object(DEEP, 1), _deep_object(DEEP, 2)], kind)
+    pq.write_table(pa.table({"id": [1, 2], "deep": values}), path)
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    assert _rows_after_restart(target) == (2, [])
+
+
+def test_a_table_with_a_type_too_deep_to_read_back_is_refused(tmp_path: Path, target: str, engine: Engine) -> None:
+    """A table made so by hand: its rows would load, then be gone at the engine's next start."""
+    deep = "Int64"
+    for _ in range(DEEP):
+        deep = f"Tuple(n {deep})"
+    engine.execute(f"CREATE TABLE t (id Int64, deep {deep}, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps({"id": 1}) + "\n")
+    with pytest.raises(SchemaError, match=r"deep.*nest"):
+        chute.load([str(path)], table="t", target=target)
