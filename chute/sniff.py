@@ -120,6 +120,19 @@ class Head:
         lines = [line for line in self.lines if line.strip()]
         return len(lines) == 1 and any(b"\r" in piece for piece in lines[0].split(b'"')[::2])
 
+    def names_before_end(self, delimiter: str) -> list[str] | None:
+        """A first line's names where it ends in empty fields (`id,s,`: a delimiter after every
+        field, as many exporters write): its fields before them, when they are distinct and none
+        is empty, a number or a date; else None."""
+        fields = self.fields(delimiter)
+        named = len(fields)
+        while named and not fields[named - 1]:
+            named -= 1
+        names = fields[:named]
+        if named == len(fields) or not all(names) or len(set(names)) != named:
+            return None
+        return None if not names or any(NUMBER_OR_DATE.match(f) for f in names) else names
+
     def blank_lines(self) -> bool:
         """The sample holds a blank (or whitespace-only) line."""
         return any(not line.strip() for line in self.lines)

@@ -236,10 +236,27 @@ class Inferrer:
         if unit.fmt.format not in ("CSV", "TSV"):
             return columns
         self.headers.refuse_unnamed(unit, columns)
+        names = self.headers.names_before_end(unit, columns)
+        if names is not None:
+            # A header ending in a delimiter (`id,s,`), taken for a row: the rows alone say the
+            # types (its names would load as a row, and make every column text). All text, it
+            # is still a row unless --header says so, as for any header (named_if_all_text).
+            skip = f"input_format_{unit.fmt.format.lower()}_skip_first_lines"
+            past = {**settings, skip: 1, "input_format_csv_detect_header": 0, "input_format_tsv_detect_header": 0}
+            rows = describe(engine, expression, context, sample_rows, past)
+            text = ("String", "Nullable(String)")
+            if self.ctx.opts.header or any(c.type not in text for c in rows[: len(names)]):
+                columns, settings = rows, past
+            else:
+                names = None
         if columns and columns[0].name.startswith("\ufeff"):
             # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
             # name, its header detection then fails on the line: the header is read as one.
             columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
             expression = read(f"{unit.fmt.format}WithNames")
         columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
-        return with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
+        columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
+        if names is None:
+            return columns
+        # (the unnamed last fields get no column: the load refuses a file whose rows fill them)
+        return [dataclasses.replace(c, name=n) for c, n in zip(columns[: len(names)], names, strict=True)]

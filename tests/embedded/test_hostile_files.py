@@ -1,6 +1,6 @@
 """Files shaped the way real exports sometimes are, which the engine alone would read wrong:
 lines ending in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)"), objects nested deeper
-than the engine reads a type back from a table's parts."""
+than the engine reads a type back from a table's parts, a header ending in a delimiter."""
 
 from __future__ import annotations
 
@@ -109,3 +109,33 @@ def test_a_table_with_a_type_too_deep_to_read_back_is_refused(tmp_path: Path, ta
     path.write_text(json.dumps({"id": 1}) + "\n")
     with pytest.raises(SchemaError, match=r"deep.*nest"):
         chute.load([str(path)], table="t", target=target)
+
+
+@pytest.mark.parametrize("sep", [",", "\t", ";"], ids=["csv", "tsv", "semicolon"])
+def test_a_header_ending_in_a_delimiter_names_a_new_tables_columns(tmp_path: Path, target: str, sep: str) -> None:
+    """`id,name,score,` (a delimiter after every field, as many exporters write): the engine took
+    the header for a row, so the table had columns c1..c4 of String and the names as its first row."""
+    path = tmp_path / ("t.tsv" if sep == "\t" else "t.csv")
+    path.write_text(
+        "".join(sep.join(r) + sep + "\n" for r in [["id", "name", "score"], ["1", "x", "2.5"], ["2", "y", "3.5"]])
+    )
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and (report.rows_read, report.rows_loaded) == (2, 2), report.files
+    engine = open_engine(target)
+    columns = engine.rows("SELECT name, type FROM system.columns WHERE table = 't' AND name NOT LIKE '\\_%'")
+    assert [(r["name"], r["type"]) for r in columns] == [("id", "Int64"), ("name", "String"), ("score", "Float64")]
+    assert [tuple(r.values()) for r in engine.rows("SELECT id, name, score FROM t ORDER BY id")] == [
+        (1, "x", 2.5),
+        (2, "y", 3.5),
+    ]
+    again = chute.load([str(path)], table="t", target=target)
+    assert again.ok and again.rows_loaded == 0
+
+
+def test_a_text_header_ending_in_a_delimiter_names_the_columns_with_header(tmp_path: Path, target: str) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("name,city,\nx,y,\nz,w,\n")
+    report = chute.load([str(path)], table="t", target=target, options=chute.LoadOptions(header=True))
+    assert report.ok and report.rows_loaded == 2, report.files
+    rows = open_engine(target).rows("SELECT name, city FROM t ORDER BY name")
+    assert [tuple(r.values()) for r in rows] == [("x", "y"), ("z", "w")]
