@@ -11,6 +11,7 @@ from typing import Any
 from chute.capabilities import TYPE_DEPTH_MAX, type_depth
 from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
+from chute.load.checks.typed import WIDE_READ_FORMATS, lossy
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.inference import Inferrer
@@ -422,6 +423,12 @@ class TableSetup:
             sample_rows=sample,
             format_settings=self.ctx.format_settings(),
         )
+        if unit.fmt.format in WIDE_READ_FORMATS:
+            types = {c.name: c.type for c in self.ctx.info.columns}
+            changed = frozenset(f.name for f in fields if f.name in types and lossy(f.type, types[f.name]))
+            if changed:
+                with self.ctx.lock:
+                    self.ctx.text_reads[unit.key] = changed
         if kept is not None:
             fields = [f for f in fields if f.name in kept]
         elif header is not None and _positional(fields, header):

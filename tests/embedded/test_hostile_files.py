@@ -1,6 +1,7 @@
 """Files shaped the way real exports sometimes are, which the engine alone would read wrong:
 lines ending in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)"), objects nested deeper
-than the engine reads a type back from a table's parts, a header ending in a delimiter."""
+than the engine reads a type back from a table's parts, a header ending in a delimiter, Parquet
+columns whose type differs from the table's (the engine's reader would change their values)."""
 
 from __future__ import annotations
 
@@ -139,3 +140,60 @@ def test_a_text_header_ending_in_a_delimiter_names_the_columns_with_header(tmp_p
     assert report.ok and report.rows_loaded == 2, report.files
     rows = open_engine(target).rows("SELECT name, city FROM t ORDER BY name")
     assert [tuple(r.values()) for r in rows] == [("x", "y"), ("z", "w")]
+
+
+def _parquet(path: Path, **columns: object) -> str:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+def _loaded(engine: Engine, column: str) -> list[tuple[object, ...]]:
+    return [tuple(r.values()) for r in engine.rows(f"SELECT id, toString({column}) FROM t ORDER BY id")]
+
+
+def _rejected(engine: Engine) -> list[tuple[object, ...]]:
+    return [tuple(r.values()) for r in engine.rows("SELECT _source_row, error FROM t_rejects ORDER BY _source_row")]
+
+
+def test_parquet_text_into_a_number_column_is_checked_not_nulled(tmp_path: Path, target: str, engine: Engine) -> None:
+    """The first file makes `v` a number column; the second holds `v` as text. Read as the table's
+    type, the engine's Parquet reader made `x` and `` NULL: values changed without a word."""
+    first = _parquet(tmp_path / "a.parquet", id=[1, 2], v=[10, 20])
+    second = _parquet(tmp_path / "b.parquet", id=[3, 4, 5, 6], v=["x", "12", "", None])
+    report = chute.load([first, second], table="t", target=target)
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (6, 4, 2), report.files
+    assert _loaded(engine, "v") == [(1, "10"), (2, "20"), (4, "12"), (6, None)]  # (v is Nullable(Int64))
+    assert _rejected(engine) == [(1, "column v: x does not fit Int64"), (3, "column v:  does not fit Int64")]
+    again = chute.load([first, second], table="t", target=target)
+    assert again.ok and again.rows_loaded == 0
+
+
+def test_parquet_text_into_a_column_not_nullable_counts_its_nulls(tmp_path: Path, target: str, engine: Engine) -> None:
+    engine.execute(f"CREATE TABLE t (id Int64, v Int32, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _parquet(tmp_path / "b.parquet", id=[1, 2, 3], v=["x", "12", None])
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and (report.rows_loaded, report.rows_rejected, report.rows_defaulted) == (2, 1, 1), report.files
+    assert _loaded(engine, "v") == [(2, "12"), (3, "0")]
+    assert _rejected(engine) == [(1, "column v: x does not fit Int32")]
+
+
+@pytest.mark.parametrize(
+    ("table_type", "values", "loaded", "rejected"),
+    [
+        ("Int64", [1.5, 2.0, -0.7], [(2, "2")], [1, 3]),  # a fraction was cut off: 1, 0
+        ("Enum8('a' = 1, 'b' = 2)", [1, 20000, 2], [(1, "a"), (3, "b")], [2]),  # 20000 wrapped into the enum
+        ("Nullable(Float64)", ["1.5", "n/a", None], [(1, "1.5"), (3, None)], [2]),
+    ],
+    ids=["float-into-int", "int-into-enum", "text-into-nullable"],
+)
+def test_parquet_values_of_another_type_are_checked(
+    tmp_path: Path, target: str, engine: Engine, table_type: str, values: list[object], loaded: object, rejected: object
+) -> None:
+    engine.execute(f"CREATE TABLE t (id Int64, v {table_type}, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    path = _parquet(tmp_path / "a.parquet", id=list(range(1, len(values) + 1)), v=values)
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and report.rows_read == len(values), report.files
+    assert _loaded(engine, "v") == loaded
+    assert [row for row, _ in _rejected(engine)] == rejected
