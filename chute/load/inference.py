@@ -252,7 +252,10 @@ class Inferrer:
         if columns and columns[0].name.startswith("\ufeff"):
             # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
             # name, its header detection then fails on the line: the header is read as one.
-            columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+            name = columns[0].name.removeprefix("\ufeff")
+            if unit.fmt.format == "CSV" and len(name) > 1 and name[0] == name[-1] == '"':
+                name = name[1:-1].replace('""', '"')  # (quoted: `\ufeff"id"`, as PowerShell writes)
+            columns[0] = dataclasses.replace(columns[0], name=name)
             expression = read(f"{unit.fmt.format}WithNames")
         columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
         columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)

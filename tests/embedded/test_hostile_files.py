@@ -1,6 +1,7 @@
 """Files shaped the way real exports sometimes are, which the engine alone would read wrong:
 lines ending in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)"), objects nested deeper
-than the engine reads a type back from a table's parts, a header ending in a delimiter, Parquet
+than the engine reads a type back from a table's parts, a header ending in a delimiter, a UTF-8
+BOM before a quoted header name, Parquet
 columns whose type differs from the table's (the engine's reader would change their values)."""
 
 from __future__ import annotations
@@ -197,3 +198,19 @@ def test_parquet_values_of_another_type_are_checked(
     assert report.ok and report.rows_read == len(values), report.files
     assert _loaded(engine, "v") == loaded
     assert [row for row, _ in _rejected(engine)] == rejected
+
+
+@pytest.mark.parametrize("create_first", [False, True], ids=["new-table", "existing-table"])
+def test_a_bom_before_a_quoted_header_name(tmp_path: Path, target: str, engine: Engine, create_first: bool) -> None:
+    """`\\ufeff"id","na,me"` (PowerShell's Export-Csv, Excel's CSV UTF-8 with quoted names): the
+    engine's inference named the first column `\\ufeff"id"`; chute's SQL then failed on `"id"`."""
+    if create_first:
+        engine.execute(
+            f'CREATE TABLE t (`i"d` Int64, `na,me` String, {PROVENANCE}) ENGINE = MergeTree ORDER BY tuple()'
+        )
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b'\xef\xbb\xbf"i""d","na,me"\r\n1,a\r\n2,"b,c"\r\n')
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and report.rows_loaded == 2, report.files
+    rows = engine.rows('SELECT `i"d` AS i, `na,me` AS n FROM t ORDER BY i')
+    assert [tuple(r.values()) for r in rows] == [(1, "a"), (2, "b,c")]
