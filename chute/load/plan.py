@@ -141,12 +141,12 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
             or passed != first_passed
             or ctx.serial(unit)
             or unit.is_range
-            or unit.key in ctx.text_reads
+            or ctx.text_reads.get(unit.key) != ctx.text_reads.get(current[0].key)
         ):
             found.append(current)
             current, size, names = [], 0, 0
         if not current:
-            first_passed, first_alone = passed, server_side or unit.is_range or unit.key in ctx.text_reads
+            first_passed, first_alone = passed, server_side or unit.is_range
         current.append(unit)
         size += unit.size
         names += len(unit.key)

@@ -214,3 +214,42 @@ def test_a_bom_before_a_quoted_header_name(tmp_path: Path, target: str, engine: 
     assert report.ok and report.rows_loaded == 2, report.files
     rows = engine.rows('SELECT `i"d` AS i, `na,me` AS n FROM t ORDER BY i')
     assert [tuple(r.values()) for r in rows] == [(1, "a"), (2, "b,c")]
+
+
+def test_parquet_nulls_into_a_string_column_take_its_default(tmp_path: Path, target: str, engine: Engine) -> None:
+    """A NULL bool, integer or timestamp into a String column was `false`, `0` and
+    `1970-01-01 00:00:00.000000` (the file type's zero, as text), where the column's default is ''."""
+    import datetime
+
+    engine.execute(
+        f"CREATE TABLE t (id Int64, b String, i String, ts String, {PROVENANCE}) ENGINE = MergeTree ORDER BY id"
+    )
+    stamp = datetime.datetime(2024, 1, 2, 3, 4, 5)
+    path = _parquet(tmp_path / "a.parquet", id=[1, 2], b=[True, None], i=[7, None], ts=[stamp, None])
+    report = chute.load([path], table="t", target=target)
+    assert report.ok and (report.rows_loaded, report.rows_defaulted) == (2, 1), report.files
+    rows = engine.rows("SELECT id, b, i, ts FROM t ORDER BY id")
+    assert [tuple(r.values()) for r in rows] == [(1, "true", "7", "2024-01-02 03:04:05.000000"), (2, "", "", "")]
+
+
+def test_parquet_files_of_both_kinds_in_one_load(tmp_path: Path, target: str, engine: Engine) -> None:
+    """Files whose `v` is a number and files whose `v` is text, interleaved: each read as its own kind
+    (a batch is read with one structure: the first file's)."""
+    engine.execute(f"CREATE TABLE t (id Int64, v Int32, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    paths = [
+        _parquet(tmp_path / f"{i}.parquet", id=[2 * i, 2 * i + 1], v=[i, i + 1] if i % 2 else [str(i), "bad"])
+        for i in range(6)
+    ]
+    report = chute.load(paths, table="t", target=target)
+    assert report.ok and (report.rows_loaded, report.rows_rejected) == (9, 3), report.files
+    assert [tuple(r.values()) for r in engine.rows("SELECT id, v FROM t ORDER BY id")] == [
+        (0, 0),
+        (2, 1),
+        (3, 2),
+        (4, 2),
+        (6, 3),
+        (7, 4),
+        (8, 4),
+        (10, 5),
+        (11, 6),
+    ]

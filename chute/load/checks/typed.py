@@ -83,11 +83,14 @@ LOSSY = frozenset(
     | {(k, "bool") for k in ("int", "float", "decimal")}
     | {(k, "enum") for k in ("int", "float", "decimal")}
     | {("text", k) for k in ("int", "float", "decimal", "bool", "enum", "date", "time")}
+    | {(k, "text") for k in ("int", "float", "decimal", "bool", "date", "time")}
 )
 """(file's family, table's family) pairs the engine's typed readers convert with a change and no
 error, measured on chDB 26.9 with Parquet: text that does not parse is NULL (so 0 or the default,
 counted as a missing value), a float loses its fraction (1.5 -> 1, -0.7 -> 0), an integer wraps into
-an Enum (20000 -> 32, a value the Enum does not list: the table then fails every read of it).
+an Enum (20000 -> 32, a value the Enum does not list: the table then fails every read of it), a
+NULL into a String column is the zero of the file's type as text (`false`, `0`, `1970-01-01
+00:00:00.000000`), not the column's default ''.
 Such a column is read as text (`text_read`). (A timestamp into a Date is its day, as the text
 of one is.)"""
 
