@@ -57,6 +57,8 @@ ORDINARY_OBJECT = (
 without a NUL byte or a key given twice. Any other line is odd: one such made the engine's
 inference fail ("Duplicate column name"), or type a column 1,100 arrays deep; the load rejects it."""
 
+NO_OBJECT_LINE = "no line is a JSON object"
+
 EMPTY_KEY = "position(line, '\"\"') > 0 AND isValidJSON(line) AND has(JSONExtractKeys(line), '')"
 """A line holding a JSON object with a field named "" (the empty key)."""
 
@@ -98,7 +100,7 @@ def from_json_objects(
             context=context,
         )
         if not os.path.getsize(sample):
-            raise SourceError(f"{context}: no line is a JSON object")
+            raise SourceError(f"{context}: {NO_OBJECT_LINE}")
         for _ in range(MIXED_RETRIES):
             try:
                 return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, format_settings)
@@ -181,11 +183,33 @@ class Inferrer:
                 return self._described_tolerantly(unit, read, sample_rows, exc)
             if unit.fmt.format != "JSONEachRow":
                 raise
-        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
+        try:
+            columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
+        except SourceError as exc:
+            if not str(exc).endswith(NO_OBJECT_LINE):
+                raise
+            return self._documents(unit, read, sample_rows, exc)
         self.ctx.note(
             f"{unit.key}: some lines are not plain JSON objects (invalid, nested too deep, a NUL byte, a key "
             "given twice, a value of another kind); the columns are inferred from the others, and the load "
             "rejects those it cannot read"
+        )
+        return columns
+
+    def _documents(
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, failed: SourceError
+    ) -> list[Column]:
+        """A JSON file with no line that is an object of its own: one JSON array of objects, or
+        objects over several lines (pretty-printed). The engine reads such a file as rows (as it
+        did into a table that exists): the columns are its reading of the whole file."""
+        try:
+            columns = self._described(unit, read, sample_rows)
+        except ChuteError:
+            raise failed from None
+        self.ctx.note(
+            f"{unit.key}: not one JSON object a line (a JSON array, or objects over several lines): the "
+            "columns are the engine's reading of the whole file, its rows numbered by record; a record "
+            "it cannot take fails the file (bad rows are told apart by line)"
         )
         return columns
 

@@ -253,3 +253,17 @@ def test_parquet_files_of_both_kinds_in_one_load(tmp_path: Path, target: str, en
         (10, 5),
         (11, 6),
     ]
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["one-line-array", "pretty-printed-array"])
+def test_a_json_array_file_makes_a_new_table(tmp_path: Path, target: str, engine: Engine, indent: int | None) -> None:
+    """The engine reads a JSON array of objects (or objects over several lines) as rows, and did so
+    into an existing table; a new table's inference refused it: "no line is a JSON object"."""
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps([{"id": i, "s": f"x{i}"} for i in range(3)], indent=indent))
+    report = chute.load([str(path)], table="t", target=target)
+    assert report.ok and (report.rows_read, report.rows_loaded) == (3, 3), report.files
+    rows = engine.rows("SELECT id, s, _source_row FROM t ORDER BY id")
+    assert [tuple(r.values()) for r in rows] == [(0, "x0", 1), (1, "x1", 2), (2, "x2", 3)]
+    again = chute.load([str(path)], table="t", target=target)
+    assert again.ok and again.rows_loaded == 0
