@@ -18,7 +18,7 @@ from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.schema import Column, describe, with_faithful_numbers, with_null_markers
 from chute.scratch import scratch_file
-from chute.sniff import PROBE_SETTINGS
+from chute.sniff import HEAD_LINES, PROBE_SETTINGS
 from chute.sql import quote_str
 from chute.units import Unit
 
@@ -167,7 +167,11 @@ class Inferrer:
             return declared
         text = unit.fmt.format in ("CSV", "TSV")
         if text:
-            names = self.headers.header_only(unit, self.headers.head(unit))
+            head = self.headers.head(unit)
+            if len(head.lines) < HEAD_LINES and not any(line.strip() for line in head.lines):
+                # (the whole file read: the engine would infer one text column, c1, from its empty lines)
+                raise SourceError(f"{unit.key}: no header and no rows: empty, or only blank lines")
+            names = self.headers.header_only(unit, head)
             if names is not None:
                 return [Column(n, "String") for n in names]
         read: Callable[[str], str] = lambda f: self.ctx.source.table_expression(unit, None, f)  # noqa: E731

@@ -267,3 +267,19 @@ def test_a_json_array_file_makes_a_new_table(tmp_path: Path, target: str, engine
     assert [tuple(r.values()) for r in rows] == [(0, "x0", 1), (1, "x1", 2), (2, "x2", 3)]
     again = chute.load([str(path)], table="t", target=target)
     assert again.ok and again.rows_loaded == 0
+
+
+def test_a_csv_of_blank_lines_makes_no_table(tmp_path: Path, target: str, engine: Engine) -> None:
+    """It made a table of one column, `c1 Nullable(String)`, and loaded nothing, as a success."""
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n\n  \n")
+    with pytest.raises(SourceError, match="only blank lines"):
+        chute.load([str(blank)], table="t", target=target)
+    later = tmp_path / "later.csv"  # (blank lines past the sniffer's sample, then rows: a file like others)
+    later.write_text("\n" * 40 + "id,s\n2,b\n")
+    (tmp_path / "good.csv").write_text("id,s\n1,a\n")
+    report = chute.load([str(blank), str(tmp_path / "good.csv")], table="t", target=target)
+    assert report.ok and report.rows_loaded == 1, report.files
+    assert chute.load([str(later)], table="t2", target=target).rows_loaded == 1
+    columns = engine.rows("SELECT name FROM system.columns WHERE table = 't' AND name NOT LIKE '\\_%'")
+    assert [r["name"] for r in columns] == ["id", "s"]
