@@ -112,6 +112,27 @@ class Head:
             return []
         return gaps
 
+    def bare_cr(self) -> bool:
+        """Its lines end in a bare CR (classic Mac OS, Excel's "CSV (Macintosh)"): read by lines
+        (LF), the file is one line with a CR outside quotes. The engine would take it for a
+        header of names running into the rows (`b\\r1`) and no row; a CR inside a line of a file
+        of many lines (`1,x\\ry`) is a value's."""
+        lines = [line for line in self.lines if line.strip()]
+        return len(lines) == 1 and any(b"\r" in piece for piece in lines[0].split(b'"')[::2])
+
+    def names_before_end(self, delimiter: str) -> list[str] | None:
+        """A first line's names where it ends in empty fields (`id,s,`: a delimiter after every
+        field, as many exporters write): its fields before them, when they are distinct and none
+        is empty, a number or a date; else None."""
+        fields = self.fields(delimiter)
+        named = len(fields)
+        while named and not fields[named - 1]:
+            named -= 1
+        names = fields[:named]
+        if named == len(fields) or not all(names) or len(set(names)) != named:
+            return None
+        return None if not names or any(NUMBER_OR_DATE.match(f) for f in names) else names
+
     def blank_lines(self) -> bool:
         """The sample holds a blank (or whitespace-only) line."""
         return any(not line.strip() for line in self.lines)
@@ -179,4 +200,9 @@ def refuse_binary(engine: Engine, lines_expression: str, what: str, nul_ok: bool
     kind = head.not_text(nul_ok)
     if kind:
         raise NotText(f"{what}: not text but {kind}; give its format with --format, or rename it")
+    if head.bare_cr():
+        raise NotText(
+            f"{what}: its lines end in a bare CR (\\r, as classic Mac OS writes them), which the engine "
+            "does not take for line ends: convert them first (tr '\\r' '\\n' < FILE > NEW)"
+        )
     return head

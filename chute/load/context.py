@@ -63,6 +63,11 @@ class LoadContext:
     unit to one of them; None for an embedded directory (its one process is alone)."""
     named: set[str] = field(default_factory=set)
     """CSV/TSV files whose first line names the columns."""
+    text_reads: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Typed files (Parquet, ORC, Arrow, Native) -> their columns whose type is one the engine's
+    reader would change on the way into the table's (text into a number, a float into an
+    integer, ...): read as text and converted exactly (checks.typed.lossy). A batch holds files
+    of one such set only: one file() call reads a batch with one structure."""
     line_bytes: dict[str, float] = field(default_factory=dict)
     """Average line length of CSV/TSV files with a header (sizes the first parsed block)."""
     row_offsets: dict[str, int] = field(default_factory=dict)

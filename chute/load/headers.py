@@ -107,6 +107,18 @@ class Headers:
         )
         return columns
 
+    def names_before_end(self, unit: Unit, columns: list[Column]) -> list[str] | None:
+        """The names of a first line ending in a delimiter (`id,s,`) that the engine took for a
+        row, naming the columns c1, c2, ... (its empty last fields read as text on every line, the
+        line looks like the rows): the fields before the empty ones. None for any other file, and
+        with --no-header."""
+        if self.ctx.opts.header is False or not unnamed(columns):
+            return None
+        delimiter = self.ctx.opts.delimiter or ("," if unit.fmt.format == "CSV" else "\t")
+        head = self.head(unit)
+        names = head.names_before_end(delimiter)
+        return names if names and len(head.fields(delimiter)) == len(columns) else None
+
     def refuse_unnamed(self, unit: Unit, columns: list[Column]) -> None:
         """SchemaError for a header that leaves a column unnamed (`a,,b`): the engine's header
         detection then takes it for a row, and its names would load as values. It is a header

@@ -18,7 +18,7 @@ from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.schema import Column, describe, with_faithful_numbers, with_null_markers
 from chute.scratch import scratch_file
-from chute.sniff import PROBE_SETTINGS
+from chute.sniff import HEAD_LINES, PROBE_SETTINGS
 from chute.sql import quote_str
 from chute.units import Unit
 
@@ -56,6 +56,8 @@ ORDINARY_OBJECT = (
 """A line inference may read: a JSON object (valid, so nested less than the parser's depth limit)
 without a NUL byte or a key given twice. Any other line is odd: one such made the engine's
 inference fail ("Duplicate column name"), or type a column 1,100 arrays deep; the load rejects it."""
+
+NO_OBJECT_LINE = "no line is a JSON object"
 
 EMPTY_KEY = "position(line, '\"\"') > 0 AND isValidJSON(line) AND has(JSONExtractKeys(line), '')"
 """A line holding a JSON object with a field named "" (the empty key)."""
@@ -98,7 +100,7 @@ def from_json_objects(
             context=context,
         )
         if not os.path.getsize(sample):
-            raise SourceError(f"{context}: no line is a JSON object")
+            raise SourceError(f"{context}: {NO_OBJECT_LINE}")
         for _ in range(MIXED_RETRIES):
             try:
                 return describe(engine, f"file({quote_str(sample)}, 'JSONEachRow')", context, None, format_settings)
@@ -165,7 +167,11 @@ class Inferrer:
             return declared
         text = unit.fmt.format in ("CSV", "TSV")
         if text:
-            names = self.headers.header_only(unit, self.headers.head(unit))
+            head = self.headers.head(unit)
+            if len(head.lines) < HEAD_LINES and not any(line.strip() for line in head.lines):
+                # (the whole file read: the engine would infer one text column, c1, from its empty lines)
+                raise SourceError(f"{unit.key}: no header and no rows: empty, or only blank lines")
+            names = self.headers.header_only(unit, head)
             if names is not None:
                 return [Column(n, "String") for n in names]
         read: Callable[[str], str] = lambda f: self.ctx.source.table_expression(unit, None, f)  # noqa: E731
@@ -181,11 +187,33 @@ class Inferrer:
                 return self._described_tolerantly(unit, read, sample_rows, exc)
             if unit.fmt.format != "JSONEachRow":
                 raise
-        columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
+        try:
+            columns = from_json_objects(self.ctx.target.engine, lines, unit.key, self.ctx.format_settings())
+        except SourceError as exc:
+            if not str(exc).endswith(NO_OBJECT_LINE):
+                raise
+            return self._documents(unit, read, sample_rows, exc)
         self.ctx.note(
             f"{unit.key}: some lines are not plain JSON objects (invalid, nested too deep, a NUL byte, a key "
             "given twice, a value of another kind); the columns are inferred from the others, and the load "
             "rejects those it cannot read"
+        )
+        return columns
+
+    def _documents(
+        self, unit: Unit, read: Callable[[str], str], sample_rows: int | None, failed: SourceError
+    ) -> list[Column]:
+        """A JSON file with no line that is an object of its own: one JSON array of objects, or
+        objects over several lines (pretty-printed). The engine reads such a file as rows (as it
+        did into a table that exists): the columns are its reading of the whole file."""
+        try:
+            columns = self._described(unit, read, sample_rows)
+        except ChuteError:
+            raise failed from None
+        self.ctx.note(
+            f"{unit.key}: not one JSON object a line (a JSON array, or objects over several lines): the "
+            "columns are the engine's reading of the whole file, its rows numbered by record; a record "
+            "it cannot take fails the file (bad rows are told apart by line)"
         )
         return columns
 
@@ -236,10 +264,30 @@ class Inferrer:
         if unit.fmt.format not in ("CSV", "TSV"):
             return columns
         self.headers.refuse_unnamed(unit, columns)
+        names = self.headers.names_before_end(unit, columns)
+        if names is not None:
+            # A header ending in a delimiter (`id,s,`), taken for a row: the rows alone say the
+            # types (its names would load as a row, and make every column text). All text, it
+            # is still a row unless --header says so, as for any header (named_if_all_text).
+            skip = f"input_format_{unit.fmt.format.lower()}_skip_first_lines"
+            past = {**settings, skip: 1, "input_format_csv_detect_header": 0, "input_format_tsv_detect_header": 0}
+            rows = describe(engine, expression, context, sample_rows, past)
+            text = ("String", "Nullable(String)")
+            if self.ctx.opts.header or any(c.type not in text for c in rows[: len(names)]):
+                columns, settings = rows, past
+            else:
+                names = None
         if columns and columns[0].name.startswith("\ufeff"):
             # A UTF-8 BOM (Excel's "CSV UTF-8"): the engine's inference keeps it in the first
             # name, its header detection then fails on the line: the header is read as one.
-            columns[0] = dataclasses.replace(columns[0], name=columns[0].name.removeprefix("\ufeff"))
+            name = columns[0].name.removeprefix("\ufeff")
+            if unit.fmt.format == "CSV" and len(name) > 1 and name[0] == name[-1] == '"':
+                name = name[1:-1].replace('""', '"')  # (quoted: `\ufeff"id"`, as PowerShell writes)
+            columns[0] = dataclasses.replace(columns[0], name=name)
             expression = read(f"{unit.fmt.format}WithNames")
         columns = with_null_markers(engine, expression, columns, context, settings, sample_rows)
-        return with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
+        columns = with_faithful_numbers(engine, expression, columns, context, settings, sample_rows)
+        if names is None:
+            return columns
+        # (the unnamed last fields get no column: the load refuses a file whose rows fill them)
+        return [dataclasses.replace(c, name=n) for c, n in zip(columns[: len(names)], names, strict=True)]

@@ -141,6 +141,7 @@ def batches(ctx: LoadContext, methods: Methods, units: list[Unit]) -> list[list[
             or passed != first_passed
             or ctx.serial(unit)
             or unit.is_range
+            or ctx.text_reads.get(unit.key) != ctx.text_reads.get(current[0].key)
         ):
             found.append(current)
             current, size, names = [], 0, 0

@@ -26,6 +26,7 @@ from chute.load.checks.missing import (
     without_nullable,
 )
 from chute.load.checks.typed import WIDE_READ_FORMATS
+from chute.load.checks.typed import text_read as typed_text_read
 from chute.load.checks.types import FastRead, plus_check, strip_wrappers
 from chute.load.context import LoadContext
 from chute.load.nullfree import NullFree
@@ -415,6 +416,8 @@ class Reads:
         source = self.ctx.source
         if isinstance(source, CheckedValues) and not unit.fmt.is_text:
             return source.checked_read(unit, col.name, col.type)
+        if col.name in self.ctx.text_reads.get(unit.key, ()):
+            return typed_text_read(col.name, col.type)  # (a type the reader would change: see checks.typed.lossy)
         fmt = unit.fmt
         return checked_read(col.name, col.type, fmt.format, fmt.is_text, col.null_marker, counted, whole_numbers)
 

@@ -8,8 +8,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from chute.capabilities import TYPE_DEPTH_MAX, type_depth
 from chute.engine import Settings
 from chute.errors import ChuteError, SchemaError, SourceError, TargetError, UsageError
+from chute.load.checks.typed import WIDE_READ_FORMATS, lossy
 from chute.load.context import LoadContext
 from chute.load.headers import Headers
 from chute.load.inference import Inferrer
@@ -78,6 +80,13 @@ class TableSetup:
         existing = ctx.target.table_columns(ctx.table)
         if existing is None and plan.load:
             existing = self.create(plan, on_ddl)
+        deep = [c.name for c in existing or [] if type_depth(c.type) > TYPE_DEPTH_MAX]
+        if deep and plan.load:
+            raise SchemaError(
+                f"table {ctx.table}: column {', '.join(deep)} nests its type deeper than {TYPE_DEPTH_MAX} levels, "
+                "which the engine does not read back from the table's parts at its next start (the rows "
+                "would be lost): make it String (each value's JSON text), then load"
+            )
         ctx.set_info(columns=tuple(existing or []))
         present = PROVENANCE_NAMES & {c.name for c in existing or []}
         if present and present != PROVENANCE_NAMES and ctx.opts.provenance:
@@ -357,6 +366,7 @@ class TableSetup:
             type_sql, why = self.ctx.target.capabilities.adapt_type_noted(c.type, data=not ours)
             if why and not ours:
                 inferred = re.sub(r"\s+", " ", c.type).replace("( ", "(")
+                inferred = inferred if len(inferred) <= 120 else inferred[:100] + "..."
                 self.ctx.report.notes.append(f"column {c.name}: {inferred} is created as {type_sql} ({why})")
             adapted.append(Column(c.name, type_sql, comment=c.comment))
         return adapted
@@ -413,6 +423,12 @@ class TableSetup:
             sample_rows=sample,
             format_settings=self.ctx.format_settings(),
         )
+        if unit.fmt.format in WIDE_READ_FORMATS:
+            types = {c.name: c.type for c in self.ctx.info.columns}
+            changed = frozenset(f.name for f in fields if f.name in types and lossy(f.type, types[f.name]))
+            if changed:
+                with self.ctx.lock:
+                    self.ctx.text_reads[unit.key] = changed
         if kept is not None:
             fields = [f for f in fields if f.name in kept]
         elif header is not None and _positional(fields, header):

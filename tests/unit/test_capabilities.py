@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chute.capabilities import EMBEDDED, Capabilities
+from chute.capabilities import EMBEDDED, TYPE_DEPTH_MAX, Capabilities, type_depth
 
 OLD = Capabilities.for_version("18.16.1")
 NEW = Capabilities.for_version("24.8.4.13")
@@ -75,3 +75,19 @@ def test_types_no_server_stores_as_such_become_strings() -> None:
     assert NEW.adapt_type("JSON") == "String"
     assert NEW.adapt_type("Object('json')") == "String"
     assert NEW.adapt_type("Dynamic") == "String"
+
+
+def _nested(depth: int, leaf: str = "Int64") -> str:
+    for _ in range(depth):
+        leaf = f"Tuple(n {leaf})"
+    return leaf
+
+
+def test_types_nested_past_what_the_engine_reads_back_become_their_text() -> None:
+    assert type_depth("Array(Tuple(`a(b` Int64, 'c)(' String))") == 2
+    fits = _nested(TYPE_DEPTH_MAX - 1)  # (the leaf Int64 adds no level; Nullable(...) would)
+    assert NEW.adapt_type_noted(fits, data=True) == (fits, "")
+    too_deep = _nested(TYPE_DEPTH_MAX + 1)
+    adapted, why = NEW.adapt_type_noted(too_deep, data=True)
+    assert adapted == "String" and f"nested {TYPE_DEPTH_MAX + 1} levels deep" in why
+    assert NEW.adapt_type_noted(f"Nullable({_nested(TYPE_DEPTH_MAX)})", data=True)[0] == "Nullable(String)"
