@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from chute import engine
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
 from chute.cli.copy import copy_command
 from chute.cli.export import export_command
@@ -61,6 +62,21 @@ def _interrupt_on_sigterm() -> None:
 
     with contextlib.suppress(ValueError):  # (not the main thread: leave it as it is)
         signal.signal(signal.SIGTERM, interrupted)
+
+
+def _interrupted_in_statement(waiting: int) -> None:
+    """Ctrl-C during one of the engine's statements: it ends with the statement (the engine
+    cannot stop one midway); a second Ctrl-C stops the process at once, which every command
+    survives as it survives a kill -9 (the same command goes on from what was committed)."""
+    if waiting == 1:
+        print(
+            "chute: interrupted: stopping when the statement under way ends (Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    print("chute: error: interrupted; re-run the same command to finish", file=sys.stderr, flush=True)
+    os._exit(130)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,6 +142,7 @@ def entry() -> None:
     lean_engine_import()
     freeze_many_objects()
     _interrupt_on_sigterm()
+    engine.on_interrupt = _interrupted_in_statement
     code = main()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
