@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from chute.calls import public_call
 from chute.errors import TargetError, UsageError
 from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
 from chute.load.ledger import Ledger
@@ -17,6 +18,7 @@ from chute.targets.server import ServerTarget
 READONLY = 164
 
 
+@public_call
 def status(
     table: str | None = None,
     target: str | None = None,
@@ -135,6 +137,7 @@ def live_claims(tgt: Target, database: str | None, table: str | None) -> list[di
     return [c for c in found if not (c["host"] == here and process_gone(str(c["process"])))]
 
 
+@public_call
 def query(
     sql: str,
     target: str | None = None,

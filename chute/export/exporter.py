@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from typing import Any
 
+from chute.calls import public_call
 from chute.cores import usable_cores
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError, TargetError, UsageError
@@ -59,6 +60,7 @@ from chute.sql import TableName, expression, one_statement, quote_ident, quote_s
 from chute.targets import Target, open_target
 
 
+@public_call
 def export(
     source: str,
     dest: str,

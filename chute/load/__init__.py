@@ -12,10 +12,12 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
+from typing import Any
 
+from chute.calls import public_call
 from chute.engine import MEMORY, Engine, say_doing, shared_engine
 from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
@@ -63,11 +65,12 @@ __all__ = [
 ]
 
 
+@public_call
 def load(
     sources: Sequence[str] | str,
     table: str,
     target: str | None = None,
-    options: LoadOptions | None = None,
+    options: LoadOptions | Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     on_ddl: Callable[[str], None] | None = None,
@@ -80,7 +83,7 @@ def load(
     are reported in the returned report (``report.ok`` is false) and leave nothing
     of themselves behind.
     """
-    opts = options or LoadOptions()
+    opts = _options(options)
     _check_options(opts)
     if opts.method in METHOD_ALIASES:
         opts = dataclasses.replace(opts, method=METHOD_ALIASES[opts.method])
@@ -220,6 +223,24 @@ def _refuse_mixed(
     why = mixed_files(engine, source, units, opts, str(table), columns, target)
     if why is not None:
         raise UsageError(why)
+
+
+def _options(given: object) -> LoadOptions:
+    """`options=` as a LoadOptions; a mapping (an orchestrator's task parameters, JSON) is read as
+    its fields. Anything else is a UsageError, not an AttributeError deep in the load."""
+    if given is None:
+        return LoadOptions()
+    if isinstance(given, LoadOptions):
+        return given
+    if isinstance(given, Mapping):
+        known = {f.name for f in dataclasses.fields(LoadOptions)}
+        unknown = sorted(str(k) for k in given if k not in known)
+        if unknown:
+            raise UsageError(
+                f"unknown load option(s) {', '.join(unknown)}: LoadOptions takes {', '.join(sorted(known))}"
+            )
+        return LoadOptions(**given)
+    raise UsageError(f"options= takes a chute.LoadOptions (or a dict of its fields), not {type(given).__name__}")
 
 
 def _check_options(opts: LoadOptions) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chute.calls import public_call
 from chute.errors import UsageError
 from chute.load.books import Books
 from chute.load.claims import DEFAULT_LEASE_SECONDS, Claims
@@ -50,6 +51,7 @@ class ForgetReport:
         return asdict(self)
 
 
+@public_call
 def forget(
     sources: Sequence[str] | str,
     table: str,

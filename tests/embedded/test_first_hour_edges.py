@@ -3,9 +3,13 @@ Python API's options, two threads loading at once, and the messages a slip gets.
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +63,59 @@ def test_a_target_that_is_a_folder_of_other_files_is_refused_and_left_as_it_was(
     for target in ("new.db", "empty.db", "new.db"):
         out = run("load", "exports", "--table", "t", "--target", target, "-q", cwd=tmp_path)
         assert out.returncode == 0, out.stderr
+
+
+def test_two_threads_loading_at_once_load_each_file_once(tmp_path: Path) -> None:
+    # A thread pool of tasks in one process (Dagster, Prefect, a script): the two loads of one
+    # table both found its files new and loaded them twice; one into another directory failed on
+    # the engine's "already initialized with path" error. They take turns now.
+    exports = _exports(tmp_path)
+    db, other = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    barrier = threading.Barrier(4)
+    reports: list[chute.LoadReport] = []
+    errors: list[BaseException] = []
+
+    def task(table: str, target: str) -> None:
+        barrier.wait()
+        try:
+            reports.append(chute.load([str(exports)], table=table, target=target))
+        except BaseException as exc:
+            errors.append(exc)
+
+    jobs = [("t", db), ("t", db), ("u", db), ("t", other)]
+    threads = [threading.Thread(target=task, args=job) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(r.files_loaded for r in reports) == [0, 2, 2, 2]
+    for table, target in (("t", db), ("u", db), ("t", other)):
+        assert chute.query(f"SELECT count() FROM {table}", target=target) == "3\n"
+
+
+def test_paths_and_options_as_an_orchestrator_gives_them(tmp_path: Path) -> None:
+    exports = _exports(tmp_path)
+    db = tmp_path / "paths.db"
+    # pathlib.Path for sources (alone or in a list) and targets: used to be a TypeError.
+    report = chute.load(exports, table="t", target=db)
+    assert report.files_loaded == 2
+    assert chute.load([exports / "people.csv"], table="t", target=db).files_skipped == 1
+    assert chute.query("SELECT count() FROM t", target=db) == "3\n"
+    assert [row["state"] for row in chute.status(target=db, table="t")] == ["done", "done"]
+    assert chute.forget([exports / "more.csv"], table="t", target=db).files == [str(exports / "more.csv")]
+
+    # options= as a dict (task parameters, JSON): its fields; a wrong one is a UsageError,
+    # not an AttributeError from deep in the load.
+    report = chute.load([str(exports)], table="o", target=str(db), options={"order_by": "name", "strict": True})
+    assert report.ok and "ORDER BY name" in report.ddl
+    with pytest.raises(chute.UsageError, match=re.escape("unknown load option(s) order: LoadOptions takes")):
+        chute.load([str(exports)], table="o", target=str(db), options={"order": "name"})
+    wrong_type = re.escape("options= takes a chute.LoadOptions (or a dict of its fields), not str")
+    with pytest.raises(chute.UsageError, match=wrong_type):
+        chute.load([str(exports)], table="o", target=str(db), options="order_by=name")  # type: ignore[arg-type]
+
+    # The report crosses processes (XCom): pickled, or as JSON.
+    again = pickle.loads(pickle.dumps(report))
+    assert again.to_dict() == report.to_dict()
+    assert json.loads(report.to_json())["rows_loaded"] == 3
