@@ -25,6 +25,9 @@ class Parser(argparse.ArgumentParser):
     argv: Sequence[str] = ()
     known: Sequence[str] = ()
     """The option strings the command line may use (this command's and the global ones)."""
+    suggested: Sequence[str] = ()
+    """The ones a guess may name: the command's own (`--version` goes before a command)."""
+    command: str = ""
 
     def error(self, message: str) -> NoReturn:
         raise ArgsError(self._unknowncommand() or self._unknown_option() or _command_guess(self, message) or message)
@@ -49,7 +52,10 @@ class Parser(argparse.ArgumentParser):
                 continue
             if any(o == name or (name.startswith("--") and o.startswith(name)) for o in self.known):
                 continue
-            close = difflib.get_close_matches(name, [o for o in self.known if o.startswith("--")], n=1, cutoff=0.6)
+            if self.command == "query" and name == "--json":
+                return "unknown option --json: chute query prints JSON with --format JSON (or JSONEachRow)"
+            options = [o for o in self.suggested or self.known if o.startswith("--")]
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
             return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else " (see --help)")
         return None
 
@@ -87,9 +93,12 @@ def arm(parser: Parser, argv: Sequence[str]) -> None:
     chosen = next((w for w in argv if not w.startswith("-")), "")
     parser.argv = argv
     parser.known = _option_strings(parser) + (_option_strings(commands[chosen]) if chosen in commands else [])
-    for sub in commands.values():
+    parser.suggested = _option_strings(commands[chosen]) if chosen in commands else _option_strings(parser)
+    parser.command = chosen if chosen in commands else ""
+    for name, sub in commands.items():
         if isinstance(sub, Parser):
             sub.argv, sub.known = argv, _option_strings(sub) + _option_strings(parser)
+            sub.suggested, sub.command = _option_strings(sub), name
 
 
 def build_parser() -> Parser:

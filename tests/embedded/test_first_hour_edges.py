@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import chute
+from chute.cli import main
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -119,3 +120,31 @@ def test_paths_and_options_as_an_orchestrator_gives_them(tmp_path: Path) -> None
     again = pickle.loads(pickle.dumps(report))
     assert again.to_dict() == report.to_dict()
     assert json.loads(report.to_json())["rows_loaded"] == 3
+
+
+def test_an_unknown_option_is_guessed_from_the_command_s_own(capsys: pytest.CaptureFixture[str]) -> None:
+    # `chute query ... --json` was told "did you mean --version?" (an option that goes before
+    # a command); query prints JSON through --format.
+    assert main(["query", "SELECT 1", "--json"]) == 2
+    out, err = capsys.readouterr()
+    told = "unknown option --json: chute query prints JSON with --format JSON (or JSONEachRow)"
+    assert err == f"chute: error: {told}\n"
+    assert json.loads(out) == {"ok": False, "error": told}
+    assert main(["design", "logs/", "--json"]) == 2
+    assert capsys.readouterr().err == "chute: error: unknown option --json (see --help)\n"
+    assert main(["--verison"]) == 2
+    assert capsys.readouterr().err == "chute: error: unknown option --verison (did you mean --version?)\n"
+    assert main(["status", "--tabel", "t"]) == 2
+    assert capsys.readouterr().err == "chute: error: unknown option --tabel (did you mean --table?)\n"
+
+
+def test_export_into_a_file_says_that_it_takes_a_directory(tmp_path: Path) -> None:
+    _exports(tmp_path)
+    assert run("load", "exports", "--table", "t", "-q", cwd=tmp_path).returncode == 0
+    out = run("export", "t", "exports/people.csv", cwd=tmp_path)  # was "cannot write into ...: File exists"
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"chute: error: cannot export into {tmp_path}/exports/people.csv: it is a file; give a directory "
+        "(one file per partition goes into it, with a manifest)\n"
+    )
+    assert (tmp_path / "exports" / "people.csv").read_text() == "name,age\nann,31\nbob,42\n"
