@@ -95,3 +95,24 @@ def test_mixed_files_into_a_server_are_refused_and_nothing_is_made(tmp_path: Pat
     assert out.returncode == 2, out.stderr
     assert "2 groups share no column" in out.stderr and "--table events_csv" in out.stderr
     assert count(server_url, "SELECT count() FROM system.tables WHERE database = currentDatabase()") == "0"
+
+
+def test_the_native_port_or_https_on_the_http_port_is_a_usage_error_that_says_which_port(
+    tmp_path: Path,
+    clickhouse_server,
+    server_url: str,  # type: ignore[no-untyped-def]
+) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    database = server_url.rsplit("/", 1)[1]
+    native = f"http://127.0.0.1:{clickhouse_server.tcp_port}/{database}"  # the port clickhouse-client uses
+    out = run("load", "a.jsonl", "-t", "t", "--target", native, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr  # (was 1: as if the server were down)
+    assert f"Port {clickhouse_server.tcp_port} is for clickhouse-client program" in out.stderr
+    assert out.stderr.endswith("(chute speaks HTTP: give the server's HTTP port, 8123 by default)\n")
+    with_tls = server_url.replace("http://", "https://")
+    status = run("status", "--target", with_tls, cwd=tmp_path)
+    assert status.returncode == 2, status.stderr  # (was 1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    assert status.stderr == (
+        f"chute: error: {with_tls.replace('https://', 'https://default@')}: the server does not speak TLS on this "
+        "port; give http://, or the port where it serves https (8443 by default)\n"
+    )
