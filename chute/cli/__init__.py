@@ -116,8 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = EXIT_USAGE if told else EXIT_FAILED
         return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)), partial=exc.partial)
     except KeyboardInterrupt:
-        job = "copy" if args.command == "copy" else "load"
-        message = f"interrupted; re-run the same command to finish the {job}"
+        message = "interrupted"
+        if args.command in ("load", "export", "copy", "forget"):  # (what a re-run goes on with)
+            message += f"; re-run the same command to finish the {args.command}"
         _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
 

@@ -148,3 +148,31 @@ def test_export_into_a_file_says_that_it_takes_a_directory(tmp_path: Path) -> No
         "(one file per partition goes into it, with a manifest)\n"
     )
     assert (tmp_path / "exports" / "people.csv").read_text() == "name,age\nann,31\nbob,42\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "told"),
+    [
+        (["export", "t", "out/"], "interrupted; re-run the same command to finish the export"),
+        (
+            ["copy", "t", "--from", "a.db", "--to", "http://localhost:8123"],
+            "interrupted; re-run the same command to finish the copy",
+        ),
+        (["status"], "interrupted"),
+    ],
+)
+def test_an_interrupt_names_the_command_that_a_re_run_finishes(
+    command: list[str], told: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `chute export` stopped by Ctrl-C said "re-run the same command to finish the load".
+    import chute.cli as cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    for name in ("export_command", "copy_command", "status_command"):
+        monkeypatch.setattr(cli, name, interrupted)
+    assert main([*command, "--json"]) == 130
+    out, err = capsys.readouterr()
+    assert err == f"chute: error: {told}\n"
+    assert json.loads(out) == {"ok": False, "error": told}
