@@ -299,10 +299,22 @@ def render_rows(report: BenchReport) -> list[list[str]]:
 HEADERS = ["method", "seconds", "rows/s", "MiB/s in", "bytes sent", "table on disk", "vs fastest"]
 
 
-def check_chart(path: str) -> None:
-    """Refuse a chart that cannot be written, before the benchmark runs for minutes."""
-    import importlib.util
+CHART_KINDS = (".html", ".htm", ".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp")
+"""HTML (no dependency), else what matplotlib writes."""
 
+
+def check_chart(path: str) -> None:
+    """Refuse a chart that cannot be written, before the benchmark runs for minutes (a file of a
+    kind no writer knows, a folder that is not there, a folder given for the file)."""
+    import importlib.util
+    import os
+
+    if not path.lower().endswith(CHART_KINDS):
+        raise UsageError(f"--chart {path}: give a file named .html (no dependency), .png, .svg or .pdf")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        why = "is a directory" if os.path.isdir(path) else f"cannot be written in {folder}"
+        raise UsageError(f"--chart {path}: {why}; give a file in a directory you may write")
     if path.lower().endswith((".html", ".htm")):
         return
     if importlib.util.find_spec("matplotlib") is None:

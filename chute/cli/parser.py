@@ -255,7 +255,11 @@ chute bench 'data/*.parquet' --chart bench.html
     target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
     b.add_argument("--format", help="input format, as for load (default: by extension)")
     b.add_argument("--compression", help="input compression, as for load (default: by extension)")
-    b.add_argument("--chart", metavar="FILE", help="write a chart: .png (needs matplotlib) or .html")
+    b.add_argument(
+        "--chart",
+        metavar="FILE",
+        help="write a chart: .html, or .png, .svg, .pdf (these need matplotlib: chute[chart])",
+    )
     b.add_argument("--json", action="store_true", help="print one JSON object as the report")
 
 

@@ -176,3 +176,19 @@ def test_an_interrupt_names_the_command_that_a_re_run_finishes(
     out, err = capsys.readouterr()
     assert err == f"chute: error: {told}\n"
     assert json.loads(out) == {"ok": False, "error": told}
+
+
+def test_a_bench_chart_that_cannot_be_written_is_refused_before_the_bench_runs(tmp_path: Path) -> None:
+    # Both were tracebacks after the whole benchmark had run (FileNotFoundError, matplotlib's ValueError).
+    _exports(tmp_path)
+    for chart, told in (
+        (
+            "no/such/dir/b.html",
+            f"cannot be written in {tmp_path}/no/such/dir; give a file in a directory you may write",
+        ),
+        ("b.txt", "give a file named .html (no dependency), .png, .svg or .pdf"),
+    ):
+        out = run("bench", "exports", "--chart", chart, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr == f"chute: error: --chart {chart}: {told}\n"
+    assert sorted(os.listdir(tmp_path)) == ["exports"]  # no bench ran: no chute.db made
