@@ -231,7 +231,9 @@ chute design 'logs/*.csv.gz' --enums --time-budget 30
     )
     d.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to sample, as for load")
     d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
-    d.add_argument("--target", help="embedded directory where the sample is measured (default ./chute.db)")
+    d.add_argument(
+        "--target", help="embedded directory where the sample is measured (default ./chute.db if there, else memory)"
+    )
     d.add_argument("--sample-rows", type=int, default=300_000, help="rows to sample (default 300000)")
     d.add_argument("--format", help="input format, as for load (default: by extension)")
     d.add_argument("--compression", help="input compression, as for load (default: by extension)")

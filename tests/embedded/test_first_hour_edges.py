@@ -192,3 +192,12 @@ def test_a_bench_chart_that_cannot_be_written_is_refused_before_the_bench_runs(t
         assert out.returncode == 2, out.stderr
         assert out.stderr == f"chute: error: --chart {chart}: {told}\n"
     assert sorted(os.listdir(tmp_path)) == ["exports"]  # no bench ran: no chute.db made
+
+
+def test_design_in_a_project_folder_leaves_no_database_behind(tmp_path: Path) -> None:
+    # `chute design data/ > layout.sql` made an empty ./chute.db where the user stood.
+    _exports(tmp_path)
+    out = run("design", "exports", "--table", "people", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "CREATE TABLE IF NOT EXISTS `people`" in out.stdout and "`age` UInt8" in out.stdout
+    assert sorted(os.listdir(tmp_path)) == ["exports"]
