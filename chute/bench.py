@@ -8,6 +8,7 @@ their ledger rows) are dropped afterwards.
 from __future__ import annotations
 
 import html
+import os
 import shutil
 import tempfile
 import time
@@ -35,7 +36,7 @@ from chute.schema import (
 )
 from chute.sources.files import FileSource
 from chute.sql import TableName, quote_str
-from chute.targets import Target, open_target
+from chute.targets import DEFAULT_TARGET, Target, is_server, open_target, target_spec
 from chute.units import Unit
 
 SCRATCH_PREFIX = "chute_bench_"
@@ -87,10 +88,24 @@ def bench(
     """Run every applicable load method on `sources`; fastest first."""
     opts = options or LoadOptions()
     say = progress or (lambda _msg: None)
-    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     units = FileSource(list(sources), opts.format, opts.compression).units()
     if not units:
         raise UsageError("no files to benchmark")
+    # (no target given and no ./chute.db: the bench makes one, on the disk a load would use, and
+    # removes it again rather than leave an empty database where the user ran it)
+    made = not is_server(target) and not target_spec(target) and not os.path.exists(DEFAULT_TARGET)
+    try:
+        return _bench(sources, target, opts, say, units)
+    finally:
+        if made and os.path.isdir(DEFAULT_TARGET):
+            open_engine(DEFAULT_TARGET).close()
+            shutil.rmtree(DEFAULT_TARGET, ignore_errors=True)
+
+
+def _bench(
+    sources: Sequence[str], target: str | None, opts: LoadOptions, say: Progress, units: list[Unit]
+) -> BenchReport:
+    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     bytes_in = sum(u.size for u in units)
     run_id = uuid.uuid4().hex[:8]
     results: list[MethodResult] = []

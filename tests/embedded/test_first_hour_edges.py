@@ -201,3 +201,15 @@ def test_design_in_a_project_folder_leaves_no_database_behind(tmp_path: Path) ->
     assert out.returncode == 0, out.stderr
     assert "CREATE TABLE IF NOT EXISTS `people`" in out.stdout and "`age` UInt8" in out.stdout
     assert sorted(os.listdir(tmp_path)) == ["exports"]
+
+
+def test_bench_in_a_project_folder_leaves_no_database_behind(tmp_path: Path) -> None:
+    # `chute bench data/` left an empty ./chute.db (its scratch tables dropped) where the user ran it.
+    _exports(tmp_path)
+    out = run("bench", "exports", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert {r["method"] for r in json.loads(out.stdout)["results"]} >= {"chute -> embedded"}
+    assert sorted(os.listdir(tmp_path)) == ["exports"]
+    (tmp_path / "chute.db").mkdir()  # one that was there stays
+    assert run("bench", "exports", "--json", cwd=tmp_path).returncode == 0
+    assert sorted(os.listdir(tmp_path)) == ["chute.db", "exports"]
