@@ -7,6 +7,7 @@ the exit codes. `python -m chute.cli` runs `entry`.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import json
@@ -23,7 +24,7 @@ from chute.cli.export import export_command
 from chute.cli.inspect import forget_command, status_command
 from chute.cli.load import load_command
 from chute.cli.measure import bench_command, design_command, time_queries_command
-from chute.cli.parser import ArgsError, arm, build_parser, subparsers
+from chute.cli.parser import ArgsError, arm, build_parser, guess_command, subparsers
 from chute.engine import lean_engine_import
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query
@@ -85,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     arm(parser, words)
+    if not words or words[0] == "help":
+        return _help(parser, words)
     try:
         args = parser.parse_args(words)
     except ArgsError as exc:
@@ -121,6 +124,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             message += f"; re-run the same command to finish the {args.command}"
         _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
+
+
+def _help(parser: argparse.ArgumentParser, words: list[str]) -> int:
+    """`chute` alone: the commands, on stderr, and exit code 2 (a script that lost its command
+    fails); `chute help [COMMAND]`: that help on stdout, as `--help` gives it."""
+    if not words:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    commands = subparsers(parser)
+    asked = words[1] if len(words) > 1 else None
+    if asked is None:
+        parser.print_help()
+        return EXIT_OK
+    if asked not in commands:
+        return _fail(guess_command(asked, list(commands)), EXIT_USAGE, as_json=False)
+    commands[asked].print_help()
+    return EXIT_OK
 
 
 def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = None) -> int:

@@ -38,7 +38,7 @@ class Parser(argparse.ArgumentParser):
         word = next((w for w in self.argv if not w.startswith("-")), "")
         if not commands or not word or word in commands:
             return None
-        return _guess(word, commands)
+        return guess_command(word, commands)
 
     def _unknown_option(self) -> str | None:
         """'unknown option --tabel (did you mean --table?)' for the first option nobody knows."""
@@ -66,10 +66,10 @@ def _command_guess(parser: argparse.ArgumentParser, message: str) -> str | None:
     if not message.startswith("argument COMMAND: invalid choice") or not commands:
         return None
     word = message.split("'")[1] if "'" in message else ""
-    return _guess(word, commands)
+    return guess_command(word, commands)
 
 
-def _guess(word: str, commands: list[str]) -> str:
+def guess_command(word: str, commands: list[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(word, commands, n=1)

@@ -213,3 +213,18 @@ def test_bench_in_a_project_folder_leaves_no_database_behind(tmp_path: Path) -> 
     (tmp_path / "chute.db").mkdir()  # one that was there stays
     assert run("bench", "exports", "--json", cwd=tmp_path).returncode == 0
     assert sorted(os.listdir(tmp_path)) == ["chute.db", "exports"]
+
+
+def test_chute_alone_or_chute_help_shows_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    # `chute` alone said only "the following arguments are required: COMMAND".
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: chute") and "load        load files into a table" in err
+    assert main(["help"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: chute") and "time-queries" in out and err == ""
+    assert main(["help", "query"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: chute query") and "--format FORMAT" in out
+    assert main(["help", "lod"]) == 2
+    assert capsys.readouterr().err == "chute: error: unknown command lod; did you mean load?\n"
