@@ -47,8 +47,13 @@ class ForgetReport:
     kept_rows: bool = False
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def ok(self) -> bool:
+        """True: a forget that fails raises (no report). As every report has it."""
+        return True
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"ok": self.ok, **asdict(self)}
 
 
 @public_call

@@ -228,3 +228,17 @@ def test_chute_alone_or_chute_help_shows_the_commands(capsys: pytest.CaptureFixt
     assert out.startswith("usage: chute query") and "--format FORMAT" in out
     assert main(["help", "lod"]) == 2
     assert capsys.readouterr().err == "chute: error: unknown command lod; did you mean load?\n"
+
+
+def test_every_report_says_ok_as_its_json_does(tmp_path: Path) -> None:
+    # A task checks `report.ok` whatever it ran: ExportReport and ForgetReport had no `ok`
+    # (their --json had "ok": true), an AttributeError in the task.
+    exports = _exports(tmp_path)
+    db = str(tmp_path / "ok.db")
+    assert chute.load([str(exports)], table="t", target=db).ok
+    exported = chute.export("t", str(tmp_path / "out"), target=db)
+    forgotten = chute.forget([str(exports / "more.csv")], table="t", target=db)
+    for report in (exported, forgotten):
+        assert report.ok is True
+        assert report.to_dict()["ok"] is True
+        assert json.loads(json.dumps(report.to_dict()))["ok"] is True
