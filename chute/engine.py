@@ -388,10 +388,6 @@ _interrupts: list[Callable[[], None]] = []
 handlers to call once it returns: Python runs a handler inside the next progress callback, and the
 engine drops whatever a callback raises (the interrupt was lost, the statement went on)."""
 
-on_interrupt: Callable[[int], None] | None = None
-"""Told (how many signals wait) when one arrives during a statement: the command says that it
-stops after the statement under way, and stops at once on a second Ctrl-C."""
-
 
 def _raise_interrupt() -> None:
     """Run the handler of a signal kept during the statement that just ended (in the main thread,
@@ -432,8 +428,6 @@ def _signals_kept() -> Iterator[None]:
             handler(signum, frame)
             return
         _interrupts.append(lambda: handler(signum, None))
-        if on_interrupt is not None:
-            on_interrupt(len(_interrupts))
 
     for kind in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(kind)

@@ -14,10 +14,10 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 
-from chute import engine
 from chute.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, parse_size
 from chute.cli.copy import copy_command
 from chute.cli.export import export_command
@@ -65,19 +65,42 @@ def _interrupt_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupted)
 
 
-def _interrupted_in_statement(waiting: int) -> None:
-    """Ctrl-C during one of the engine's statements: it ends with the statement (the engine
-    cannot stop one midway); a second Ctrl-C stops the process at once, which every command
-    survives as it survives a kill -9 (the same command goes on from what was committed)."""
-    if waiting == 1:
-        print(
-            "chute: interrupted: stopping when the statement under way ends (Ctrl-C again to stop now)",
-            file=sys.stderr,
-            flush=True,
-        )
+def _watch_interrupts() -> None:
+    """Ctrl-C (or SIGTERM) while the engine runs a statement: Python's handler runs only when it
+    returns, which may be minutes for a big batch or query. A thread that the signal wakes says
+    so, once the process has not ended within a second, and a second Ctrl-C stops the process at
+    once, which every command survives as it survives a kill -9 (the same command goes on from
+    what was committed)."""
+    import socket
+    import threading
+
+    wake, woken = socket.socketpair()
+    wake.setblocking(False)
+    try:
+        signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # (not the main thread)
         return
-    print("chute: error: interrupted; re-run the same command to finish", file=sys.stderr, flush=True)
-    os._exit(130)
+    watched = {signal.SIGINT.value, signal.SIGTERM.value}
+
+    def watch() -> None:
+        assert wake.fileno() >= 0  # (the socket Python writes to lives as long as this thread)
+        seen = 0
+        while True:
+            got = sum(1 for number in woken.recv(64) if number in watched)
+            if not got:
+                continue
+            seen += got
+            if seen > 1:
+                print("chute: error: interrupted; re-run the same command to finish", file=sys.stderr, flush=True)
+                os._exit(130)
+            time.sleep(1)  # (ended already, as it does between statements: nothing to say)
+            print(
+                "chute: interrupted: stopping when the statement under way ends (Ctrl-C again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    threading.Thread(target=watch, name="chute-interrupts", daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -163,7 +186,7 @@ def entry() -> None:
     lean_engine_import()
     freeze_many_objects()
     _interrupt_on_sigterm()
-    engine.on_interrupt = _interrupted_in_statement
+    _watch_interrupts()
     code = main()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
