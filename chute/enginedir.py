@@ -16,7 +16,10 @@ LOCK_FILE = ".chute-lock"
 
 
 class DirectoryBusy(UsageError):
-    """Another chute process holds the embedded database directory."""
+    """Another chute process holds the embedded database directory. Exit code 2 as a usage error,
+    but not terminal: the same call works once that process ends (an orchestrator retries)."""
+
+    terminal = False
 
 
 class DirectoryLock:

@@ -242,3 +242,23 @@ def test_every_report_says_ok_as_its_json_does(tmp_path: Path) -> None:
         assert report.ok is True
         assert report.to_dict()["ok"] is True
         assert json.loads(json.dumps(report.to_dict()))["ok"] is True
+
+
+def test_a_database_in_use_by_another_process_is_worth_a_retry(tmp_path: Path) -> None:
+    # "... is in use by chute pid N; try again when it ends" had terminal True: an orchestrator
+    # failed the task for good instead of retrying it.
+    from chute.enginedir import DirectoryLock
+
+    exports = _exports(tmp_path)
+    db = tmp_path / "busy.db"
+    db.mkdir()
+    held = DirectoryLock.take(str(db))  # (as another chute process holds it)
+    try:
+        with pytest.raises(chute.UsageError, match="is in use by chute pid") as busy:
+            chute.load([str(exports)], table="t", target=str(db))
+        assert busy.value.terminal is False
+        out = run("load", "exports", "--table", "t", "--target", "busy.db", cwd=tmp_path)
+        assert out.returncode == 2 and "try again when it ends" in out.stderr  # (exit code as documented)
+    finally:
+        held.release()
+    assert chute.load([str(exports)], table="t", target=str(db)).files_loaded == 2
