@@ -187,7 +187,13 @@ def entry() -> None:
     freeze_many_objects()
     _interrupt_on_sigterm()
     _watch_interrupts()
-    code = main()
+    try:
+        code = main()
+    except SystemExit as exc:  # (rich's answer to a closed pipe, `chute status | head`: exit 1)
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BrokenPipeError:  # (the reader of stdout went away: stop quietly, as rich does)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
     # engine once crashed in it). Exit handlers still run; the streams are flushed first.

@@ -262,3 +262,25 @@ def test_a_database_in_use_by_another_process_is_worth_a_retry(tmp_path: Path) -
     finally:
         held.release()
     assert chute.load([str(exports)], table="t", target=str(db)).files_loaded == 2
+
+
+def test_a_reader_that_stops_early_gets_no_engine_noise(tmp_path: Path) -> None:
+    # `chute status | head -1`: rich ends a print to a closed pipe with SystemExit, which skipped
+    # the command's own exit and let the engine's teardown print "Exception in
+    # global_context->shutdown(): The ShutdownTablesThreadPool is not initialized".
+    _exports(tmp_path)
+    assert run("load", "exports", "--table", "t", "-q", cwd=tmp_path).returncode == 0
+    for command in (["status"], ["status", "--json"], ["query", "SELECT number FROM numbers(100000)"]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chute.cli", *command],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "CHUTE_TARGET": ""},
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader is gone before the first line
+        _, err = proc.communicate(timeout=60)
+        assert err == "", (command, err)
+        assert proc.returncode in (0, 1), (command, proc.returncode)
