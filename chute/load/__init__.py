@@ -23,7 +23,7 @@ from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.forget import ForgetReport, forget
-from chute.load.ledger import Ledger, LedgerEntry, many_objects
+from chute.load.ledger import Ledger, LedgerEntry, known_spelling, many_objects
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
 from chute.load.options import (
@@ -105,6 +105,8 @@ def load(
     )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
+    table_name, spelled = known_spelling(tgt, table_name)
+    said = [spelled] if spelled else []
     say_doing(f"loading {table_name}")
     if opts.cluster is not None and table_name.database:
         _cluster_database(tgt, table_name.database, opts.cluster)
@@ -160,14 +162,15 @@ def load(
         report = loader.run(units, on_plan, on_ddl, latest, unchanged)
     except ChuteError as exc:
         if isinstance(exc.partial, LoadReport):  # (the files and rows committed before it stopped)
-            _finish(exc.partial, source, tgt, started)
+            _finish(exc.partial, source, tgt, started, said)
         raise
     finally:
         source.close()
-    return _finish(report, source, tgt, started)
+    return _finish(report, source, tgt, started, said)
 
 
-def _finish(report: LoadReport, source: Source, tgt: Target, started: float) -> LoadReport:
+def _finish(report: LoadReport, source: Source, tgt: Target, started: float, said: list[str]) -> LoadReport:
+    report.notes[:0] = said
     report.notes.extend(source.notes)
     report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started

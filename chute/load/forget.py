@@ -20,7 +20,7 @@ from chute.calls import public_call
 from chute.errors import UsageError
 from chute.load.books import Books
 from chute.load.claims import DEFAULT_LEASE_SECONDS, Claims
-from chute.load.ledger import FORGOTTEN, Ledger
+from chute.load.ledger import FORGOTTEN, Ledger, known_spelling
 from chute.load.rejects import Rejects, refuse_reserved
 from chute.sources.base import expand_braces
 from chute.sources.s3 import glob_regex
@@ -79,9 +79,10 @@ def forget(
     name = TableName.parse(table)
     refuse_reserved(name)
     tgt = open_target(target, password_file, insecure, existing=True)
+    name, spelled = known_spelling(tgt, name)
     books = Books(tgt, name)
     ledger = Ledger(tgt, name, books)
-    report = ForgetReport(str(name), tgt.display_name, kept_rows=keep_rows)
+    report = ForgetReport(str(name), tgt.display_name, kept_rows=keep_rows, notes=[spelled] if spelled else [])
     latest = ledger.latest() if ledger.exists() else {}
     if not latest:
         raise UsageError(f"forget: the ledger of {tgt.display_name} names no file loaded into table {name}")

@@ -284,3 +284,25 @@ def test_a_reader_that_stops_early_gets_no_engine_noise(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=60)
         assert err == "", (command, err)
         assert proc.returncode in (0, 1), (command, proc.returncode)
+
+
+def test_a_table_named_with_and_without_its_database_is_one_table_loaded_once(tmp_path: Path) -> None:
+    # `--table default.t` then `--table t` (one table in the target's database): the ledger kept
+    # units under each spelling, so the second load found every file new: each row twice.
+    exports = _exports(tmp_path)
+    db = str(tmp_path / "spell.db")
+    assert chute.load([str(exports)], table="default.t", target=db).files_loaded == 2
+    again = chute.load([str(exports)], table="t", target=db)
+    assert (again.files_loaded, again.files_skipped) == (0, 2)
+    assert again.notes[0] == "table t is the table loaded before as default.t: its ledger entries go by that name"
+    assert chute.query("SELECT count() FROM t", target=db) == "3\n"
+    assert [r["table"] for r in chute.status(table="t", target=db)] == ["default.t", "default.t"]
+    forgotten = chute.forget([str(exports / "more.csv")], table="t", target=db)
+    assert forgotten.files == [str(exports / "more.csv")] and forgotten.rows_deleted == 1
+    assert chute.load([str(exports)], table="t", target=db).files_loaded == 1
+    assert chute.query("SELECT count() FROM default.t", target=db) == "3\n"
+    # The other way round, and a table of another database keeps its own name.
+    assert chute.load([str(exports)], table="u", target=db).files_loaded == 2
+    assert chute.load([str(exports)], table="default.u", target=db).files_skipped == 2
+    assert chute.load([str(exports)], table="other.u", target=db).files_loaded == 2
+    assert chute.query("SELECT (SELECT count() FROM u), (SELECT count() FROM other.u)", target=db) == "3\t3\n"

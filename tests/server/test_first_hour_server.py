@@ -116,3 +116,14 @@ def test_the_native_port_or_https_on_the_http_port_is_a_usage_error_that_says_wh
         f"chute: error: {with_tls.replace('https://', 'https://default@')}: the server does not speak TLS on this "
         "port; give http://, or the port where it serves https (8443 by default)\n"
     )
+
+
+def test_a_table_named_with_and_without_the_url_s_database_is_loaded_once(tmp_path: Path, server_url: str) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    database = server_url.rsplit("/", 1)[1]
+    first = chute.load([str(tmp_path / "a.jsonl")], table="t", target=server_url)
+    assert first.files_loaded == 1
+    again = chute.load([str(tmp_path / "a.jsonl")], table=f"{database}.t", target=server_url)
+    assert (again.files_loaded, again.files_skipped) == (0, 1)  # (was 1, 0: every row twice)
+    assert f"table {database}.t is the table loaded before as t" in again.notes[0]
+    assert count(server_url, "SELECT count() FROM t") == "2"
