@@ -90,7 +90,7 @@ def export(
             f"unknown destination scheme {dest.split('://', 1)[0]!r}: give a directory or s3://bucket/prefix"
         )
     else:
-        out = LocalDest(os.path.abspath(dest))
+        out = LocalDest(os.path.abspath(os.path.expanduser(dest)))  # (a quoted ~/...: as the shell would)
     started = time.monotonic()
     tgt = open_target(target, opts.password_file, opts.insecure, existing=True)
     try:

@@ -160,6 +160,7 @@ def _names(pattern: str, source: str) -> bool:
     if "://" in pattern:
         forms = [pattern]
     else:
+        pattern = os.path.expanduser(pattern)  # (a quoted ~/...: the shell left it as it is)
         forms = list(dict.fromkeys([os.path.abspath(pattern), os.path.realpath(pattern)]))
     for form in (f for given in forms for f in expand_braces(given)):
         if any(c in form for c in "*?["):

@@ -43,6 +43,8 @@ def target_spec(spec: str | None) -> str | None:
     so (`./localhost:8123` is one). Any other name with a colon and no slash is refused: it is
     most likely a server address mistyped."""
     spec = spec or os.environ.get("CHUTE_TARGET")
+    if spec and spec.startswith("~"):  # (`--target=~/w.db`: the shell expands no ~ after `=`)
+        spec = os.path.expanduser(spec)
     if not spec or "://" in spec or ":" not in spec:
         return spec
     if _HOST_PORT.fullmatch(spec):

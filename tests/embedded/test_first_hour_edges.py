@@ -306,3 +306,28 @@ def test_a_table_named_with_and_without_its_database_is_one_table_loaded_once(tm
     assert chute.load([str(exports)], table="default.u", target=db).files_skipped == 2
     assert chute.load([str(exports)], table="other.u", target=db).files_loaded == 2
     assert chute.query("SELECT (SELECT count() FROM u), (SELECT count() FROM other.u)", target=db) == "3\t3\n"
+
+
+def test_a_tilde_the_shell_left_alone_is_the_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--target=~/w.db` (no expansion after `=`) made a directory named "~" where the user stood;
+    # a quoted glob '~/exports/*.csv' matched no file.
+    home = tmp_path / "home"
+    home.mkdir()
+    _exports(home)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    out = subprocess.run(
+        [sys.executable, "-m", "chute.cli", "load", "~/exports/*.csv", "--table", "t", "--target=~/w.db", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=work,
+        env={**os.environ, "CHUTE_TARGET": ""},
+    )
+    assert out.returncode == 0, out.stderr
+    assert os.listdir(work) == [] and (home / "w.db").is_dir()
+    assert chute.query("SELECT count() FROM t", target="~/w.db") == "3\n"
+    assert chute.forget(["~/exports/more.csv"], table="t", target="~/w.db").files == [str(home / "exports/more.csv")]
+    chute.export("t", "~/out", target="~/w.db")
+    assert (home / "out" / "_chute_export.json").is_file() and not (work / "~").exists()
