@@ -13,6 +13,14 @@ Params = ParamSpec("Params")
 Returned = TypeVar("Returned")
 
 _turn = threading.RLock()
+_depth = 0
+"""Public calls under way (one thread's, nested: `load` may call others)."""
+_ended: list[Callable[[], None]] = []
+
+
+def when_calls_end(hook: Callable[[], None]) -> None:
+    """Call `hook` whenever the outermost public call returns (or raises)."""
+    _ended.append(hook)
 
 
 def public_call(call: Callable[Params, Returned]) -> Callable[Params, Returned]:
@@ -28,8 +36,16 @@ def public_call(call: Callable[Params, Returned]) -> Callable[Params, Returned]:
     def in_turn(*args: Params.args, **kwargs: Params.kwargs) -> Returned:
         args = tuple(_text(a) for a in args)  # type: ignore[assignment]
         kwargs = {k: _text(v) for k, v in kwargs.items()}  # type: ignore[assignment]
+        global _depth
         with _turn:
-            return call(*args, **kwargs)
+            _depth += 1
+            try:
+                return call(*args, **kwargs)
+            finally:
+                _depth -= 1
+                if not _depth:
+                    for hook in _ended:
+                        hook()
 
     return in_turn
 

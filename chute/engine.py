@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TypeVar
 
+from chute.calls import when_calls_end
+from chute.enginedir import IDLE, DirectoryLock, ReadOnlyView, check_writable
 from chute.enginedir import LOCK_FILE as LOCK_FILE  # (targets import it from here)
-from chute.enginedir import DirectoryLock, ReadOnlyView, check_writable
 from chute.errors import TargetError, UsageError, translate_engine_error
 
 Settings = Mapping[str, "str | int | float"]
@@ -452,6 +453,11 @@ def say_doing(what: str) -> None:
     for engine in _engines.values():
         if engine._holder is not None:
             engine._holder.doing(what)
+
+
+when_calls_end(lambda: say_doing(IDLE))
+"""A process that called chute (a notebook, a worker) keeps its engine, and so the directory:
+another process is told it is idle, not still "loading"."""
 
 
 _engines: dict[str, Engine] = {}

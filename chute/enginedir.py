@@ -13,6 +13,8 @@ import time
 from chute.errors import TargetError, UsageError
 
 LOCK_FILE = ".chute-lock"
+IDLE = "idle"
+"""What a process that holds the directory does between chute calls (see `_read_holder`)."""
 
 
 class DirectoryBusy(UsageError):
@@ -35,6 +37,7 @@ class DirectoryLock:
         self.path = path
         self.fd = fd
         self.since = time.time()
+        self._what = "using it"
 
     @classmethod
     def take(cls, directory: str) -> DirectoryLock:
@@ -52,6 +55,9 @@ class DirectoryLock:
 
     def doing(self, what: str) -> None:
         """Say what this process does with the directory (shown to a process that waits)."""
+        if what == IDLE or what != self._what:
+            self.since = time.time()
+        self._what = what
         record = json.dumps({"pid": os.getpid(), "doing": what, "since": self.since}).encode()
         with contextlib.suppress(OSError):
             os.ftruncate(self.fd, 0)
@@ -73,6 +79,11 @@ def _read_holder(fd: int) -> str:
     if not isinstance(record, dict) or "pid" not in record:
         return "another chute process"
     since = time.strftime("%H:%M", time.localtime(float(record.get("since", time.time()))))
+    if record.get("doing") == IDLE:
+        return (
+            f"the Python process {record['pid']}, which opened it through chute and keeps it open while it "
+            f"runs (idle since {since}: end that process, or its notebook's kernel)"
+        )
     return f"chute pid {record['pid']} ({record.get('doing', 'using it')} since {since})"
 
 

@@ -331,3 +331,29 @@ def test_a_tilde_the_shell_left_alone_is_the_home_directory(tmp_path: Path, monk
     assert chute.forget(["~/exports/more.csv"], table="t", target="~/w.db").files == [str(home / "exports/more.csv")]
     chute.export("t", "~/out", target="~/w.db")
     assert (home / "out" / "_chute_export.json").is_file() and not (work / "~").exists()
+
+
+def test_a_python_process_that_used_a_directory_is_named_idle_not_loading(tmp_path: Path) -> None:
+    # A notebook that ran chute.load keeps the engine, and the directory, while its kernel runs:
+    # the command said "in use by chute pid N (loading t since ...)" long after the load ended.
+    exports = _exports(tmp_path)
+    script = (
+        "import sys, chute; "
+        f"chute.load([{str(exports)!r}], table='t', target={str(tmp_path / 'nb.db')!r}); "
+        "print('loaded', flush=True); sys.stdin.read()"
+    )
+    notebook = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert notebook.stdout is not None and notebook.stdout.readline() == "loaded\n"
+        out = run("status", "--target", "nb.db", cwd=tmp_path)
+    finally:
+        notebook.communicate("", timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.startswith(
+        f"chute: error: {tmp_path}/nb.db is in use by the Python process {notebook.pid}, which opened it through chute "
+        "and keeps it open while it runs (idle since "
+    ), out.stderr
+    assert out.stderr.endswith(": end that process, or its notebook's kernel); try again when it ends\n")
+    assert run("status", "--target", "nb.db", cwd=tmp_path).returncode == 0  # (it ended)
