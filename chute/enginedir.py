@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 
 from chute.errors import TargetError, UsageError
@@ -49,6 +50,13 @@ class DirectoryLock:
             holder = _read_holder(fd)
             os.close(fd)
             raise DirectoryBusy(f"{directory} is in use by {holder}; try again when it ends") from None
+        engine = _engine_holder(directory)
+        if engine is not None:
+            os.close(fd)
+            raise DirectoryBusy(
+                f"{directory} is in use by another program's ClickHouse engine (pid {engine}: chDB, "
+                "clickhouse-local); try again when it ends"
+            )
         lock = cls(path, fd)
         lock.doing("using it")
         return lock
@@ -68,6 +76,25 @@ class DirectoryLock:
             os.ftruncate(self.fd, 0)
         with contextlib.suppress(OSError):
             os.close(self.fd)  # closing the descriptor ends the lock
+
+
+def _engine_holder(directory: str) -> str | None:
+    """The pid of an engine another program runs on the directory (chDB, clickhouse-local: it
+    holds the `status` file locked), else None. The engine would say so in two raw lines."""
+    try:
+        fd = os.open(os.path.join(directory, "status"), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            found = re.search(rb"PID: (\d+)", os.pread(fd, 4096, 0))
+            return found.group(1).decode() if found else "unknown"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read_holder(fd: int) -> str:

@@ -357,3 +357,27 @@ def test_a_python_process_that_used_a_directory_is_named_idle_not_loading(tmp_pa
     ), out.stderr
     assert out.stderr.endswith(": end that process, or its notebook's kernel); try again when it ends\n")
     assert run("status", "--target", "nb.db", cwd=tmp_path).returncode == 0  # (it ended)
+
+
+def test_a_directory_another_program_s_engine_holds_is_one_line(tmp_path: Path) -> None:
+    # chDB in a notebook (or clickhouse-local) on the directory: the engine printed "Code: 76.
+    # DB::Exception: Cannot lock file .../status. Another server instance ..." and chute
+    # "[36 BAD_ARGUMENTS] Error initializing EmbeddedServer: ." (exit 1).
+    _exports(tmp_path)
+    assert run("load", "exports", "--table", "t", "--target", "db", "-q", cwd=tmp_path).returncode == 0
+    opened = f"import chdb; c = chdb.connect({str(tmp_path / 'db')!r}); c.query('SELECT 1')"
+    script = f"import sys; {opened}; print('open', flush=True); sys.stdin.read()"
+    other = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "open\n"
+        outs = [
+            run(*command, "--target", "db", cwd=tmp_path) for command in (["status"], ["load", "exports", "-t", "t"])
+        ]
+    finally:
+        other.communicate("", timeout=60)
+    for out in outs:
+        assert out.returncode == 2
+        assert out.stderr == (
+            f"chute: error: {tmp_path}/db is in use by another program's ClickHouse engine (pid {other.pid}: chDB, "
+            "clickhouse-local); try again when it ends\n"
+        )
