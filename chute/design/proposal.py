@@ -84,6 +84,8 @@ def propose(
         raise UsageError("design: no source given")
     if sample_rows < 1:
         raise UsageError("design: --sample-rows must be at least 1")
+    if not time_budget_s > 0:  # (NaN too)
+        raise UsageError(f"design: --time-budget must be more than 0 seconds, not {time_budget_s:g}")
     request = Request(
         list(table_expressions),
         TableName.parse(table),

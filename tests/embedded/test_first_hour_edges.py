@@ -381,3 +381,12 @@ def test_a_directory_another_program_s_engine_holds_is_one_line(tmp_path: Path) 
             f"chute: error: {tmp_path}/db is in use by another program's ClickHouse engine (pid {other.pid}: chDB, "
             "clickhouse-local); try again when it ends\n"
         )
+
+
+def test_design_refuses_a_time_budget_that_leaves_no_time(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # `--time-budget -1` (or 0) measured nothing yet printed a layout, exit 0.
+    exports = _exports(tmp_path)
+    for budget in ("-1", "0"):
+        assert main(["design", str(exports), "--time-budget", budget]) == 2
+        told = f"chute: error: design: --time-budget must be more than 0 seconds, not {budget}\n"
+        assert capsys.readouterr() == ("", told)
