@@ -353,4 +353,16 @@ def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.2
         # port, 9000, answers "Port 9000 is for clickhouse-client program"), not the HTTP one.
         if exc.code is None and re.search(r": HTTP 4\d\d\b", str(exc)):
             raise UsageError(f"{exc} (chute speaks HTTP: give the server's HTTP port, 8123 by default)") from None
+        hint = AUTH_HINTS.get(exc.code or 0)
+        if hint:
+            raise type(exc)(f"{exc} ({hint})", code=exc.code, name=exc.name) from None
         raise
+
+
+AUTH_HINTS = {
+    192: "the user: in the URL as http://user@host:port, or CLICKHOUSE_USER",
+    193: "the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD",
+    194: "the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD",
+    516: "the user and password: in the URL as user:password@, --password-file, or CLICKHOUSE_USER, _PASSWORD",
+}
+"""What a server's no to the user or password asks of the user: where chute takes them from."""

@@ -127,3 +127,16 @@ def test_a_table_named_with_and_without_the_url_s_database_is_loaded_once(tmp_pa
     assert (again.files_loaded, again.files_skipped) == (0, 1)  # (was 1, 0: every row twice)
     assert f"table {database}.t is the table loaded before as t" in again.notes[0]
     assert count(server_url, "SELECT count() FROM t") == "2"
+
+
+def test_a_missing_or_wrong_password_says_where_chute_takes_it_from(tmp_path: Path, server_url: str) -> None:
+    # "[194] Password required for user chute_test" said what was wrong, not where to put it.
+    from ..harness.servers import TEST_USER
+
+    where = "(the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD)"
+    bare = server_url.replace("http://", f"http://{TEST_USER}@")
+    for target, told in ((bare, "Password required"), (bare.replace("@", ":wrong@"), "Wrong password")):
+        out = run("status", "--target", target, cwd=tmp_path)
+        assert out.returncode == 2
+        assert told in out.stderr and out.stderr.endswith(f"{where}\n"), out.stderr
+        assert ":wrong@" not in out.stderr
