@@ -390,3 +390,14 @@ def test_design_refuses_a_time_budget_that_leaves_no_time(capsys: pytest.Capture
         assert main(["design", str(exports), "--time-budget", budget]) == 2
         told = f"chute: error: design: --time-budget must be more than 0 seconds, not {budget}\n"
         assert capsys.readouterr() == ("", told)
+
+
+def test_an_empty_file_says_what_to_do(tmp_path: Path) -> None:
+    # It fails on every run (documented): "empty file (0 bytes)" did not say what would end that.
+    exports = _exports(tmp_path)
+    (exports / "none.csv").write_text("")
+    report = chute.load([str(exports)], table="t", target=str(tmp_path / "e.db"))
+    failed = [f for f in report.files if f.state == "failed"]
+    assert [f.error for f in failed] == [
+        f"{exports}/none.csv: empty file (0 bytes), nothing to load: remove it or leave it out"
+    ]
