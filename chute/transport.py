@@ -359,10 +359,14 @@ def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.2
         raise
 
 
+PASSWORD_HINT = (
+    "the password: in the URL as user:password@, in a file (--password-file; chute copy: --from-password-file, "
+    "--to-password-file), or CLICKHOUSE_PASSWORD"
+)
 AUTH_HINTS = {
     192: "the user: in the URL as http://user@host:port, or CLICKHOUSE_USER",
-    193: "the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD",
-    194: "the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD",
-    516: "the user and password: in the URL as user:password@, --password-file, or CLICKHOUSE_USER, _PASSWORD",
+    193: PASSWORD_HINT,
+    194: PASSWORD_HINT,
+    516: "the user and " + PASSWORD_HINT.removeprefix("the "),
 }
 """What a server's no to the user or password asks of the user: where chute takes them from."""

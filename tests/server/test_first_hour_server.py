@@ -133,7 +133,10 @@ def test_a_missing_or_wrong_password_says_where_chute_takes_it_from(tmp_path: Pa
     # "[194] Password required for user chute_test" said what was wrong, not where to put it.
     from ..harness.servers import TEST_USER
 
-    where = "(the password: in the URL as user:password@, in a file (--password-file), or CLICKHOUSE_PASSWORD)"
+    where = (
+        "(the password: in the URL as user:password@, in a file (--password-file; chute copy: --from-password-file, "
+        "--to-password-file), or CLICKHOUSE_PASSWORD)"
+    )
     bare = server_url.replace("http://", f"http://{TEST_USER}@")
     for target, told in ((bare, "Password required"), (bare.replace("@", ":wrong@"), "Wrong password")):
         out = run("status", "--target", target, cwd=tmp_path)
