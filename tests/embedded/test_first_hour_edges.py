@@ -1,5 +1,6 @@
-"""A new user's first hour, off the happy path: a target that is a folder of other files, the
-Python API's options, two threads loading at once, and the messages a slip gets."""
+"""A new user's first hour, off the happy path: targets that are folders of other files, held by
+another process or spelled another way, the Python API as an orchestrator calls it (paths, option
+dicts, threads, reports), what design and bench leave behind, and the message each slip gets."""
 
 from __future__ import annotations
 
