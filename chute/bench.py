@@ -8,6 +8,7 @@ their ledger rows) are dropped afterwards.
 from __future__ import annotations
 
 import html
+import os
 import shutil
 import tempfile
 import time
@@ -35,7 +36,7 @@ from chute.schema import (
 )
 from chute.sources.files import FileSource
 from chute.sql import TableName, quote_str
-from chute.targets import Target, open_target
+from chute.targets import DEFAULT_TARGET, Target, is_server, open_target, target_spec
 from chute.units import Unit
 
 SCRATCH_PREFIX = "chute_bench_"
@@ -87,10 +88,24 @@ def bench(
     """Run every applicable load method on `sources`; fastest first."""
     opts = options or LoadOptions()
     say = progress or (lambda _msg: None)
-    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     units = FileSource(list(sources), opts.format, opts.compression).units()
     if not units:
         raise UsageError("no files to benchmark")
+    # (no target given and no ./chute.db: the bench makes one, on the disk a load would use, and
+    # removes it again rather than leave an empty database where the user ran it)
+    made = not is_server(target) and not target_spec(target) and not os.path.exists(DEFAULT_TARGET)
+    try:
+        return _bench(sources, target, opts, say, units)
+    finally:
+        if made and os.path.isdir(DEFAULT_TARGET):
+            open_engine(DEFAULT_TARGET).close()
+            shutil.rmtree(DEFAULT_TARGET, ignore_errors=True)
+
+
+def _bench(
+    sources: Sequence[str], target: str | None, opts: LoadOptions, say: Progress, units: list[Unit]
+) -> BenchReport:
+    tgt = open_target(target, opts.password_file, opts.insecure, opts.connections)
     bytes_in = sum(u.size for u in units)
     run_id = uuid.uuid4().hex[:8]
     results: list[MethodResult] = []
@@ -299,10 +314,22 @@ def render_rows(report: BenchReport) -> list[list[str]]:
 HEADERS = ["method", "seconds", "rows/s", "MiB/s in", "bytes sent", "table on disk", "vs fastest"]
 
 
-def check_chart(path: str) -> None:
-    """Refuse a chart that cannot be written, before the benchmark runs for minutes."""
-    import importlib.util
+CHART_KINDS = (".html", ".htm", ".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp")
+"""HTML (no dependency), else what matplotlib writes."""
 
+
+def check_chart(path: str) -> None:
+    """Refuse a chart that cannot be written, before the benchmark runs for minutes (a file of a
+    kind no writer knows, a folder that is not there, a folder given for the file)."""
+    import importlib.util
+    import os
+
+    if not path.lower().endswith(CHART_KINDS):
+        raise UsageError(f"--chart {path}: give a file named .html (no dependency), .png, .svg or .pdf")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        why = "is a directory" if os.path.isdir(path) else f"cannot be written in {folder}"
+        raise UsageError(f"--chart {path}: {why}; give a file in a directory you may write")
     if path.lower().endswith((".html", ".htm")):
         return
     if importlib.util.find_spec("matplotlib") is None:

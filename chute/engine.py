@@ -7,17 +7,21 @@ share it and may run statements at the same time from different threads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, TypeVar
 
+from chute.calls import when_calls_end
+from chute.enginedir import IDLE, DirectoryLock, ReadOnlyView, check_writable
 from chute.enginedir import LOCK_FILE as LOCK_FILE  # (targets import it from here)
-from chute.enginedir import DirectoryLock, ReadOnlyView, check_writable
 from chute.errors import TargetError, UsageError, translate_engine_error
 
 Settings = Mapping[str, "str | int | float"]
@@ -103,7 +107,8 @@ def engine_progress(listener: ProgressListener) -> Iterator[None]:
     for engine in list(_engines.values()):
         engine.watch(True)
     try:
-        yield
+        with _signals_kept():
+            yield
     finally:
         _listener = None
         for engine in list(_engines.values()):
@@ -264,6 +269,8 @@ class Engine:
             res = self._connection().query(sql + render_settings(settings))
         except Exception as exc:
             raise translate_engine_error(exc, context) from exc
+        finally:
+            _raise_interrupt()
         return StatementResult(int(res.rows_written()), int(res.bytes_written()), float(res.elapsed()))
 
     def rows(self, sql: str, settings: Settings | None = None, context: str = "") -> list[dict[str, Any]]:
@@ -272,6 +279,8 @@ class Engine:
             res = self._connection().query(sql + render_settings(settings), "JSONEachRow")
         except Exception as exc:
             raise translate_engine_error(exc, context) from exc
+        finally:
+            _raise_interrupt()
         # Strings are bytes in the engine: text that is not UTF-8 (a Latin-1 file's first
         # line, a binary file read as lines) comes back with U+FFFD in place of bad bytes.
         data = res.bytes().decode("utf-8", errors="replace")
@@ -282,6 +291,8 @@ class Engine:
             res = self._connection().query(sql + render_settings(settings), fmt)
         except Exception as exc:
             raise translate_engine_error(exc, context) from exc
+        finally:
+            _raise_interrupt()
         return str(res.bytes().decode("utf-8", errors="replace"))
 
     def stream(self, sql: str, fmt: str, settings: Settings | None = None, context: str = "") -> Iterator[bytes]:
@@ -304,6 +315,8 @@ class Engine:
                     chunk = result.fetch()
                 except Exception as exc:
                     raise translate_engine_error(exc, context) from exc
+                finally:
+                    _raise_interrupt()
                 if chunk is None:
                     return
                 yield chunk.get_memview().view(), chunk
@@ -371,15 +384,68 @@ class Engine:
             del _engines[self.path]
 
 
-def _listen(conn: Any, number: int) -> None:
-    def forward(payload: Mapping[str, int]) -> None:
-        listener = _listener
-        if listener is not None:
-            with contextlib.suppress(Exception):  # a drawing error must not fail a load
-                listener(number, payload)
+_interrupts: list[Callable[[], None]] = []
+"""Signals (Ctrl-C; SIGTERM in the command) that arrived while the engine ran a statement, as their
+handlers to call once it returns: Python runs a handler inside the next progress callback, and the
+engine drops whatever a callback raises (the interrupt was lost, the statement went on)."""
 
+
+def _raise_interrupt() -> None:
+    """Run the handler of a signal kept during the statement that just ended (in the main thread,
+    where Python runs signal handlers): Ctrl-C's raises KeyboardInterrupt here."""
+    if _interrupts and threading.current_thread() is threading.main_thread():
+        handler = _interrupts[0]
+        _interrupts.clear()
+        handler()
+
+
+def _forward(number: int, payload: Mapping[str, int]) -> None:
+    listener = _listener
+    if listener is not None:
+        with contextlib.suppress(Exception):  # a drawing error must not fail a load
+            listener(number, payload)
+
+
+def _in_callback(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code is _forward.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """While progress callbacks run (main thread only): a SIGINT or SIGTERM whose handler Python
+    would run inside a callback is kept for when the statement returns (`_raise_interrupt`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any]] = {}
+
+    def keep(signum: int, frame: FrameType | None) -> None:
+        handler = previous[signal.Signals(signum)]
+        if not _in_callback(frame):
+            handler(signum, frame)
+            return
+        _interrupts.append(lambda: handler(signum, None))
+
+    for kind in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(kind)
+        if callable(handler):  # (a Python handler: default_int_handler, the command's SIGTERM)
+            previous[kind] = handler
+            signal.signal(kind, keep)
+    try:
+        yield
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+        _raise_interrupt()  # (one kept in a statement whose caller did not ask)
+
+
+def _listen(conn: Any, number: int) -> None:
     with contextlib.suppress(Exception):  # (an engine without progress callbacks: no live bar)
-        conn.set_progress_callback(forward)
+        conn.set_progress_callback(functools.partial(_forward, number))
 
 
 def say_doing(what: str) -> None:
@@ -387,6 +453,11 @@ def say_doing(what: str) -> None:
     for engine in _engines.values():
         if engine._holder is not None:
             engine._holder.doing(what)
+
+
+when_calls_end(lambda: say_doing(IDLE))
+"""A process that called chute (a notebook, a worker) keeps its engine, and so the directory:
+another process is told it is idle, not still "loading"."""
 
 
 _engines: dict[str, Engine] = {}

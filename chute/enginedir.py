@@ -8,15 +8,21 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 
 from chute.errors import TargetError, UsageError
 
 LOCK_FILE = ".chute-lock"
+IDLE = "idle"
+"""What a process that holds the directory does between chute calls (see `_read_holder`)."""
 
 
 class DirectoryBusy(UsageError):
-    """Another chute process holds the embedded database directory."""
+    """Another chute process holds the embedded database directory. Exit code 2 as a usage error,
+    but not terminal: the same call works once that process ends (an orchestrator retries)."""
+
+    terminal = False
 
 
 class DirectoryLock:
@@ -32,6 +38,7 @@ class DirectoryLock:
         self.path = path
         self.fd = fd
         self.since = time.time()
+        self._what = "using it"
 
     @classmethod
     def take(cls, directory: str) -> DirectoryLock:
@@ -43,12 +50,22 @@ class DirectoryLock:
             holder = _read_holder(fd)
             os.close(fd)
             raise DirectoryBusy(f"{directory} is in use by {holder}; try again when it ends") from None
+        engine = _engine_holder(directory)
+        if engine is not None:
+            os.close(fd)
+            raise DirectoryBusy(
+                f"{directory} is in use by another program's ClickHouse engine (pid {engine}: chDB, "
+                "clickhouse-local); try again when it ends"
+            )
         lock = cls(path, fd)
         lock.doing("using it")
         return lock
 
     def doing(self, what: str) -> None:
         """Say what this process does with the directory (shown to a process that waits)."""
+        if what == IDLE or what != self._what:
+            self.since = time.time()
+        self._what = what
         record = json.dumps({"pid": os.getpid(), "doing": what, "since": self.since}).encode()
         with contextlib.suppress(OSError):
             os.ftruncate(self.fd, 0)
@@ -61,6 +78,25 @@ class DirectoryLock:
             os.close(self.fd)  # closing the descriptor ends the lock
 
 
+def _engine_holder(directory: str) -> str | None:
+    """The pid of an engine another program runs on the directory (chDB, clickhouse-local: it
+    holds the `status` file locked), else None. The engine would say so in two raw lines."""
+    try:
+        fd = os.open(os.path.join(directory, "status"), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            found = re.search(rb"PID: (\d+)", os.pread(fd, 4096, 0))
+            return found.group(1).decode() if found else "unknown"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int) -> str:
     """ "chute pid N (loading t since 14:02)" from a held lock file, as far as it says."""
     try:
@@ -70,6 +106,11 @@ def _read_holder(fd: int) -> str:
     if not isinstance(record, dict) or "pid" not in record:
         return "another chute process"
     since = time.strftime("%H:%M", time.localtime(float(record.get("since", time.time()))))
+    if record.get("doing") == IDLE:
+        return (
+            f"the Python process {record['pid']}, which opened it through chute and keeps it open while it "
+            f"runs (idle since {since}: end that process, or its notebook's kernel)"
+        )
     return f"chute pid {record['pid']} ({record.get('doing', 'using it')} since {since})"
 
 

@@ -6,9 +6,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from chute.calls import public_call
 from chute.errors import TargetError, UsageError
 from chute.load.claims import CLAIMS_TABLE, host_identity, process_gone
-from chute.load.ledger import Ledger
+from chute.load.ledger import Ledger, known_spelling
 from chute.report import UnitState
 from chute.sql import TableName, one_statement, quote_str
 from chute.targets import Target, open_target
@@ -17,6 +18,7 @@ from chute.targets.server import ServerTarget
 READONLY = 164
 
 
+@public_call
 def status(
     table: str | None = None,
     target: str | None = None,
@@ -42,6 +44,9 @@ def status_and_placement(
     table's books are read where its loads keep them (its first shard)."""
     tgt = open_target(target, password_file, insecure, nodes=nodes, existing=True)
     name = TableName.parse(table) if table else None
+    if name is not None:
+        name = known_spelling(tgt, name)[0]
+        table = str(name)
     books = tgt.books_target(name) if name is not None else tgt
     units = _units(books, table)
     if name is not None and not units and tgt.table_columns(name) is None:
@@ -135,6 +140,7 @@ def live_claims(tgt: Target, database: str | None, table: str | None) -> list[di
     return [c for c in found if not (c["host"] == here and process_gone(str(c["process"])))]
 
 
+@public_call
 def query(
     sql: str,
     target: str | None = None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chute.calls import public_call
 from chute.engine import Settings, open_engine
 from chute.errors import ChuteError, TargetError, UsageError
 from chute.sql import one_statement, quote_str
@@ -195,6 +196,7 @@ def tag(run_id: str, index: int, attempt: int, name: str) -> str:
     return f"/* {TAG}:{run_id}:{index}:{attempt} {label} */"
 
 
+@public_call
 def time_queries(
     directory: str | os.PathLike[str],
     target: str | None = None,

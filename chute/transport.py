@@ -13,6 +13,7 @@ import http.client
 import itertools
 import json
 import os
+import re
 import select
 import socket
 import ssl
@@ -229,6 +230,14 @@ class HttpClient:
             reason = str(exc) or type(exc).__name__
             # ("connecting to URL" names the server already: not twice)
             said = "" if self.address.display in context else f"{context}: "
+            if isinstance(exc, ssl.SSLError) and exc.reason == "WRONG_VERSION_NUMBER":
+                # (https:// to a port that answers in plain HTTP: no retry changes that)
+                raise UsageError(
+                    self._scrub(
+                        f"{said}{self.address.display}: the server does not speak TLS on this port; "
+                        "give http://, or the port where it serves https (8443 by default)"
+                    )
+                ) from None
             raise TransientTargetError(self._scrub(f"{said}cannot reach {self.address.display}: {reason}")) from None
         except BaseException:
             conn.close()  # an error of the body's producer: the request is cut off
@@ -332,9 +341,32 @@ def check_connection(client: HttpClient, attempts: int = 3, backoff: float = 0.2
     container's while it starts; a bad certificate or password is terminal).
     """
     context = f"connecting to {client.address.display}"
-    return retry(
-        lambda _: client.query("SELECT version()", context=context).strip(),
-        attempts,
-        backoff,
-        lambda exc: isinstance(exc, TransientTargetError),
-    )
+    try:
+        return retry(
+            lambda _: client.query("SELECT version()", context=context).strip(),
+            attempts,
+            backoff,
+            lambda exc: isinstance(exc, TransientTargetError),
+        )
+    except TargetError as exc:
+        # A 4xx answer that is no ClickHouse error: another program's port (the server's native
+        # port, 9000, answers "Port 9000 is for clickhouse-client program"), not the HTTP one.
+        if exc.code is None and re.search(r": HTTP 4\d\d\b", str(exc)):
+            raise UsageError(f"{exc} (chute speaks HTTP: give the server's HTTP port, 8123 by default)") from None
+        hint = AUTH_HINTS.get(exc.code or 0)
+        if hint:
+            raise type(exc)(f"{exc} ({hint})", code=exc.code, name=exc.name) from None
+        raise
+
+
+PASSWORD_HINT = (
+    "the password: in the URL as user:password@, in a file (--password-file; chute copy: --from-password-file, "
+    "--to-password-file), or CLICKHOUSE_PASSWORD"
+)
+AUTH_HINTS = {
+    192: "the user: in the URL as http://user@host:port, or CLICKHOUSE_USER",
+    193: PASSWORD_HINT,
+    194: PASSWORD_HINT,
+    516: "the user and " + PASSWORD_HINT.removeprefix("the "),
+}
+"""What a server's no to the user or password asks of the user: where chute takes them from."""

@@ -7,12 +7,14 @@ the exit codes. `python -m chute.cli` runs `entry`.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import json
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 
@@ -22,7 +24,7 @@ from chute.cli.export import export_command
 from chute.cli.inspect import forget_command, status_command
 from chute.cli.load import load_command
 from chute.cli.measure import bench_command, design_command, time_queries_command
-from chute.cli.parser import ArgsError, arm, build_parser, subparsers
+from chute.cli.parser import ArgsError, arm, build_parser, guess_command, subparsers
 from chute.engine import lean_engine_import
 from chute.errors import ChuteError, SourceError, UsageError
 from chute.inspect import query
@@ -63,12 +65,52 @@ def _interrupt_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupted)
 
 
+def _watch_interrupts() -> None:
+    """Ctrl-C (or SIGTERM) while the engine runs a statement: Python's handler runs only when it
+    returns, which may be minutes for a big batch or query. A thread that the signal wakes says
+    so, once the process has not ended within a second, and a second Ctrl-C stops the process at
+    once, which every command survives as it survives a kill -9 (the same command goes on from
+    what was committed)."""
+    import socket
+    import threading
+
+    wake, woken = socket.socketpair()
+    wake.setblocking(False)
+    try:
+        signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # (not the main thread)
+        return
+    watched = {signal.SIGINT.value, signal.SIGTERM.value}
+
+    def watch() -> None:
+        assert wake.fileno() >= 0  # (the socket Python writes to lives as long as this thread)
+        seen = 0
+        while True:
+            got = sum(1 for number in woken.recv(64) if number in watched)
+            if not got:
+                continue
+            seen += got
+            if seen > 1:
+                print("chute: error: interrupted; re-run the same command to finish", file=sys.stderr, flush=True)
+                os._exit(130)
+            time.sleep(1)  # (ended already, as it does between statements: nothing to say)
+            print(
+                "chute: interrupted: stopping when the statement under way ends (Ctrl-C again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    threading.Thread(target=watch, name="chute-interrupts", daemon=True).start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if "chdb" not in sys.modules:  # the command owns its process; a user's setting wins
         os.environ.setdefault("JE_MALLOC_CONF", ALLOCATOR_CONF)
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     arm(parser, words)
+    if not words or words[0] == "help":
+        return _help(parser, words)
     try:
         args = parser.parse_args(words)
     except ArgsError as exc:
@@ -100,10 +142,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = EXIT_USAGE if told else EXIT_FAILED
         return _fail(str(exc), code, as_json=bool(getattr(args, "json", False)), partial=exc.partial)
     except KeyboardInterrupt:
-        job = "copy" if args.command == "copy" else "load"
-        message = f"interrupted; re-run the same command to finish the {job}"
+        message = "interrupted"
+        if args.command in ("load", "export", "copy", "forget"):  # (what a re-run goes on with)
+            message += f"; re-run the same command to finish the {args.command}"
         _fail(message, 130, as_json=bool(getattr(args, "json", False)))
         return 130
+
+
+def _help(parser: argparse.ArgumentParser, words: list[str]) -> int:
+    """`chute` alone: the commands, on stderr, and exit code 2 (a script that lost its command
+    fails); `chute help [COMMAND]`: that help on stdout, as `--help` gives it."""
+    if not words:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    commands = subparsers(parser)
+    asked = words[1] if len(words) > 1 else None
+    if asked is None:
+        parser.print_help()
+        return EXIT_OK
+    if asked not in commands:
+        return _fail(guess_command(asked, list(commands)), EXIT_USAGE, as_json=False)
+    commands[asked].print_help()
+    return EXIT_OK
 
 
 def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = None) -> int:
@@ -126,7 +186,14 @@ def entry() -> None:
     lean_engine_import()
     freeze_many_objects()
     _interrupt_on_sigterm()
-    code = main()
+    _watch_interrupts()
+    try:
+        code = main()
+    except SystemExit as exc:  # (rich's answer to a closed pipe, `chute status | head`: exit 1)
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BrokenPipeError:  # (the reader of stdout went away: stop quietly, as rich does)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
     # engine once crashed in it). Exit handlers still run; the streams are flushed first.

@@ -15,7 +15,7 @@ from chute.load.forget import matched
 def forget_command(args: argparse.Namespace) -> int:
     report = forget(args.sources, args.table, args.target, args.password_file, args.insecure, args.keep_rows)
     if args.json:
-        print(json.dumps({"ok": True, **report.to_dict()}, indent=2))
+        print(json.dumps(report.to_dict(), indent=2))
         return EXIT_OK
     files = report.files
     shown = files if len(files) <= 10 else [*files[:9], f"... and {len(files) - 9} more"]

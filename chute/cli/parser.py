@@ -25,6 +25,9 @@ class Parser(argparse.ArgumentParser):
     argv: Sequence[str] = ()
     known: Sequence[str] = ()
     """The option strings the command line may use (this command's and the global ones)."""
+    suggested: Sequence[str] = ()
+    """The ones a guess may name: the command's own (`--version` goes before a command)."""
+    command: str = ""
 
     def error(self, message: str) -> NoReturn:
         raise ArgsError(self._unknowncommand() or self._unknown_option() or _command_guess(self, message) or message)
@@ -35,7 +38,7 @@ class Parser(argparse.ArgumentParser):
         word = next((w for w in self.argv if not w.startswith("-")), "")
         if not commands or not word or word in commands:
             return None
-        return _guess(word, commands)
+        return guess_command(word, commands)
 
     def _unknown_option(self) -> str | None:
         """'unknown option --tabel (did you mean --table?)' for the first option nobody knows."""
@@ -49,7 +52,10 @@ class Parser(argparse.ArgumentParser):
                 continue
             if any(o == name or (name.startswith("--") and o.startswith(name)) for o in self.known):
                 continue
-            close = difflib.get_close_matches(name, [o for o in self.known if o.startswith("--")], n=1, cutoff=0.6)
+            if self.command == "query" and name == "--json":
+                return "unknown option --json: chute query prints JSON with --format JSON (or JSONEachRow)"
+            options = [o for o in self.suggested or self.known if o.startswith("--")]
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
             return f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else " (see --help)")
         return None
 
@@ -60,10 +66,10 @@ def _command_guess(parser: argparse.ArgumentParser, message: str) -> str | None:
     if not message.startswith("argument COMMAND: invalid choice") or not commands:
         return None
     word = message.split("'")[1] if "'" in message else ""
-    return _guess(word, commands)
+    return guess_command(word, commands)
 
 
-def _guess(word: str, commands: list[str]) -> str:
+def guess_command(word: str, commands: list[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(word, commands, n=1)
@@ -87,9 +93,12 @@ def arm(parser: Parser, argv: Sequence[str]) -> None:
     chosen = next((w for w in argv if not w.startswith("-")), "")
     parser.argv = argv
     parser.known = _option_strings(parser) + (_option_strings(commands[chosen]) if chosen in commands else [])
-    for sub in commands.values():
+    parser.suggested = _option_strings(commands[chosen]) if chosen in commands else _option_strings(parser)
+    parser.command = chosen if chosen in commands else ""
+    for name, sub in commands.items():
         if isinstance(sub, Parser):
             sub.argv, sub.known = argv, _option_strings(sub) + _option_strings(parser)
+            sub.suggested, sub.command = _option_strings(sub), name
 
 
 def build_parser() -> Parser:
@@ -222,7 +231,9 @@ chute design 'logs/*.csv.gz' --enums --time-budget 30
     )
     d.add_argument("sources", nargs="+", metavar="SOURCE", help="files, directories or globs to sample, as for load")
     d.add_argument("--table", "-t", default="data", help="table name in the proposal (default data)")
-    d.add_argument("--target", help="embedded directory where the sample is measured (default ./chute.db)")
+    d.add_argument(
+        "--target", help="embedded directory where the sample is measured (default ./chute.db if there, else memory)"
+    )
     d.add_argument("--sample-rows", type=int, default=300_000, help="rows to sample (default 300000)")
     d.add_argument("--format", help="input format, as for load (default: by extension)")
     d.add_argument("--compression", help="input compression, as for load (default: by extension)")
@@ -246,7 +257,11 @@ chute bench 'data/*.parquet' --chart bench.html
     target_options(b, "embedded directory or http(s):// server (scratch tables, dropped afterwards)")
     b.add_argument("--format", help="input format, as for load (default: by extension)")
     b.add_argument("--compression", help="input compression, as for load (default: by extension)")
-    b.add_argument("--chart", metavar="FILE", help="write a chart: .png (needs matplotlib) or .html")
+    b.add_argument(
+        "--chart",
+        metavar="FILE",
+        help="write a chart: .html, or .png, .svg, .pdf (these need matplotlib: chute[chart])",
+    )
     b.add_argument("--json", action="store_true", help="print one JSON object as the report")
 
 

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Callable
 
+from chute.calls import public_call
 from chute.copy.cluster import CLUSTER_DDL_SETTINGS, check_cluster, sharded_source
 from chute.copy.copier import Copier
 from chute.copy.files import Files
@@ -46,6 +47,7 @@ from chute.targets.staging import Stage
 __all__ = ["METHODS", "CopyOptions", "CopyReport", "UnitResult", "copy"]
 
 
+@public_call
 def copy(
     table: str,
     source: str,

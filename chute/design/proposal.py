@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import time
 from collections.abc import Mapping, Sequence
 
@@ -11,7 +12,7 @@ from chute.design.layout import Measurer, TypedColumn, create_table_ddl, key_can
 from chute.design.model import ColumnChoice, LayoutTrial, Proposal, Request
 from chute.design.sample import SCRATCH_PREFIX, Sample, Scratch, load_sample
 from chute.design.types import HEADROOM, TypeChooser, Typed, cast, unwrap
-from chute.engine import Engine, open_engine
+from chute.engine import MEMORY, Engine, open_engine
 from chute.errors import SchemaError, SourceError, UsageError
 from chute.schema import PROVENANCE_COLUMNS, marker_comment
 from chute.sniff import read_head
@@ -83,6 +84,8 @@ def propose(
         raise UsageError("design: no source given")
     if sample_rows < 1:
         raise UsageError("design: --sample-rows must be at least 1")
+    if not time_budget_s > 0:  # (NaN too)
+        raise UsageError(f"design: --time-budget must be more than 0 seconds, not {time_budget_s:g}")
     request = Request(
         list(table_expressions),
         TableName.parse(table),
@@ -183,8 +186,8 @@ def design_sources(
     """Propose a layout for loading `sources` into `table`, measured in the target's engine.
 
     Files are found as `chute.load` finds them; the target is `target`,
-    ``$CHUTE_TARGET`` or ``./chute.db``. Nothing is created but scratch tables,
-    which are dropped again. Raises UsageError/SourceError for bad requests.
+    ``$CHUTE_TARGET`` or ``./chute.db`` where it exists, else the engine in memory. Nothing is
+    created but scratch tables, which are dropped again. Raises UsageError/SourceError for bad requests.
     """
     from chute.targets import DEFAULT_TARGET, target_spec
 
@@ -204,6 +207,8 @@ def design_sources(
         "date_time_input_format": "best_effort",
         "input_format_csv_detect_header": 1,
     }
+    if not target_spec(target) and not os.path.exists(spec):
+        spec = MEMORY  # (nothing to measure beside: no ./chute.db made in the user's directory)
     engine = open_engine(spec)
     try:
         found = delimiter or _sniffed_delimiter(engine, source, units)

@@ -83,6 +83,11 @@ class LocalDest:
 
     def prepare(self) -> None:
         """Make the directory and prove it writable before any partition is read."""
+        if os.path.lexists(self.root) and not os.path.isdir(self.root):
+            raise UsageError(
+                f"cannot export into {self.root}: it is a file; give a directory "
+                "(one file per partition goes into it, with a manifest)"
+            )
         try:
             os.makedirs(self.root, exist_ok=True)
             for name in os.listdir(self.root):

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from typing import Any
 
+from chute.calls import public_call
 from chute.cores import usable_cores
 from chute.engine import Engine
 from chute.errors import ChuteError, SourceError, TargetError, UsageError
@@ -59,6 +60,7 @@ from chute.sql import TableName, expression, one_statement, quote_ident, quote_s
 from chute.targets import Target, open_target
 
 
+@public_call
 def export(
     source: str,
     dest: str,
@@ -88,7 +90,7 @@ def export(
             f"unknown destination scheme {dest.split('://', 1)[0]!r}: give a directory or s3://bucket/prefix"
         )
     else:
-        out = LocalDest(os.path.abspath(dest))
+        out = LocalDest(os.path.abspath(os.path.expanduser(dest)))  # (a quoted ~/...: as the shell would)
     started = time.monotonic()
     tgt = open_target(target, opts.password_file, opts.insecure, existing=True)
     try:

@@ -67,8 +67,14 @@ class ExportReport:
     seconds: float = 0.0
     manifest: str = ""
 
+    @property
+    def ok(self) -> bool:
+        """True: an export that fails raises (no report). As every report has it, for a task's
+        one `if not report.ok` check."""
+        return True
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": True}  # (an export that fails raises: no report)
+        out: dict[str, Any] = {"ok": self.ok}
         out.update(asdict(self))
         out["files_written"] = len(self.files)
         out["rows_per_s"] = round(self.rows_written / self.seconds) if self.seconds > 0 else 0

@@ -12,16 +12,18 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
+from typing import Any
 
+from chute.calls import public_call
 from chute.engine import MEMORY, Engine, say_doing, shared_engine
 from chute.errors import ChuteError, UsageError
 from chute.load.books import Books
 from chute.load.context import LoadContext
 from chute.load.forget import ForgetReport, forget
-from chute.load.ledger import Ledger, LedgerEntry, many_objects
+from chute.load.ledger import Ledger, LedgerEntry, known_spelling, many_objects
 from chute.load.loader import Loader
 from chute.load.methods import check_cluster
 from chute.load.options import (
@@ -63,11 +65,12 @@ __all__ = [
 ]
 
 
+@public_call
 def load(
     sources: Sequence[str] | str,
     table: str,
     target: str | None = None,
-    options: LoadOptions | None = None,
+    options: LoadOptions | Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     on_ddl: Callable[[str], None] | None = None,
@@ -80,7 +83,7 @@ def load(
     are reported in the returned report (``report.ok`` is false) and leave nothing
     of themselves behind.
     """
-    opts = options or LoadOptions()
+    opts = _options(options)
     _check_options(opts)
     if opts.method in METHOD_ALIASES:
         opts = dataclasses.replace(opts, method=METHOD_ALIASES[opts.method])
@@ -102,6 +105,8 @@ def load(
     )
     if opts.cluster is not None and not tgt.is_server:
         raise UsageError("--cluster needs a server target (--target http(s)://host:port)")
+    table_name, spelled = known_spelling(tgt, table_name)
+    said = [spelled] if spelled else []
     say_doing(f"loading {table_name}")
     if opts.cluster is not None and table_name.database:
         _cluster_database(tgt, table_name.database, opts.cluster)
@@ -157,14 +162,15 @@ def load(
         report = loader.run(units, on_plan, on_ddl, latest, unchanged)
     except ChuteError as exc:
         if isinstance(exc.partial, LoadReport):  # (the files and rows committed before it stopped)
-            _finish(exc.partial, source, tgt, started)
+            _finish(exc.partial, source, tgt, started, said)
         raise
     finally:
         source.close()
-    return _finish(report, source, tgt, started)
+    return _finish(report, source, tgt, started, said)
 
 
-def _finish(report: LoadReport, source: Source, tgt: Target, started: float) -> LoadReport:
+def _finish(report: LoadReport, source: Source, tgt: Target, started: float, said: list[str]) -> LoadReport:
+    report.notes[:0] = said
     report.notes.extend(source.notes)
     report.notes.extend(tgt.notes)
     report.seconds = time.monotonic() - started
@@ -220,6 +226,24 @@ def _refuse_mixed(
     why = mixed_files(engine, source, units, opts, str(table), columns, target)
     if why is not None:
         raise UsageError(why)
+
+
+def _options(given: object) -> LoadOptions:
+    """`options=` as a LoadOptions; a mapping (an orchestrator's task parameters, JSON) is read as
+    its fields. Anything else is a UsageError, not an AttributeError deep in the load."""
+    if given is None:
+        return LoadOptions()
+    if isinstance(given, LoadOptions):
+        return given
+    if isinstance(given, Mapping):
+        known = {f.name for f in dataclasses.fields(LoadOptions)}
+        unknown = sorted(str(k) for k in given if k not in known)
+        if unknown:
+            raise UsageError(
+                f"unknown load option(s) {', '.join(unknown)}: LoadOptions takes {', '.join(sorted(known))}"
+            )
+        return LoadOptions(**given)
+    raise UsageError(f"options= takes a chute.LoadOptions (or a dict of its fields), not {type(given).__name__}")
 
 
 def _check_options(opts: LoadOptions) -> None:

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from chute.calls import public_call
 from chute.errors import UsageError
 from chute.load.books import Books
 from chute.load.claims import DEFAULT_LEASE_SECONDS, Claims
-from chute.load.ledger import FORGOTTEN, Ledger
+from chute.load.ledger import FORGOTTEN, Ledger, known_spelling
 from chute.load.rejects import Rejects, refuse_reserved
 from chute.sources.base import expand_braces
 from chute.sources.s3 import glob_regex
@@ -46,10 +47,16 @@ class ForgetReport:
     kept_rows: bool = False
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def ok(self) -> bool:
+        """True: a forget that fails raises (no report). As every report has it."""
+        return True
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"ok": self.ok, **asdict(self)}
 
 
+@public_call
 def forget(
     sources: Sequence[str] | str,
     table: str,
@@ -72,9 +79,10 @@ def forget(
     name = TableName.parse(table)
     refuse_reserved(name)
     tgt = open_target(target, password_file, insecure, existing=True)
+    name, spelled = known_spelling(tgt, name)
     books = Books(tgt, name)
     ledger = Ledger(tgt, name, books)
-    report = ForgetReport(str(name), tgt.display_name, kept_rows=keep_rows)
+    report = ForgetReport(str(name), tgt.display_name, kept_rows=keep_rows, notes=[spelled] if spelled else [])
     latest = ledger.latest() if ledger.exists() else {}
     if not latest:
         raise UsageError(f"forget: the ledger of {tgt.display_name} names no file loaded into table {name}")
@@ -152,6 +160,7 @@ def _names(pattern: str, source: str) -> bool:
     if "://" in pattern:
         forms = [pattern]
     else:
+        pattern = os.path.expanduser(pattern)  # (a quoted ~/...: the shell left it as it is)
         forms = list(dict.fromkeys([os.path.abspath(pattern), os.path.realpath(pattern)]))
     for form in (f for given in forms for f in expand_braces(given)):
         if any(c in form for c in "*?["):

@@ -235,3 +235,30 @@ class Ledger:
             self.books.insert(
                 self.name, f"INSERT INTO {self.name.sql} VALUES {', '.join(values)}", "writing the ledger"
             )
+
+
+def known_spelling(target: Target, table: TableName) -> tuple[TableName, str | None]:
+    """`t` and `db.t`, where db is the target's own database, are one table; the ledger keys
+    units by the name a load was given, so `--table default.t` after `--table t` found every
+    file new and loaded it twice. The spelling the ledger holds units under already wins
+    (with a note saying so); a table named one way only keeps its name."""
+    books = target.books_target(table)
+    ledger = TableName(table.database, LEDGER_TABLE)
+    if books.table_columns(ledger) is None:
+        return table, None
+    current = str(books.rows("SELECT currentDatabase() AS d", context="reading the ledger")[0]["d"])
+    if table.database is None:
+        other = TableName(current, table.table)
+    elif table.database == current:
+        other = TableName(None, table.table)
+    else:
+        return table, None
+    given, known = quote_str(str(table)), quote_str(str(other))
+    found = books.rows(
+        f"SELECT countIf(`table` = {given}) AS given, countIf(`table` = {known}) AS known "
+        f"FROM {ledger.sql} WHERE `table` IN ({given}, {known})",
+        context="reading the ledger",
+    )[0]
+    if int(found["given"]) or not int(found["known"]):
+        return table, None
+    return other, f"table {table} is the table loaded before as {other}: its ledger entries go by that name"

@@ -264,7 +264,7 @@ class Loader:
             if why:
                 raise SourceError(why)
             if unit.size == 0:
-                raise SourceError(f"{unit.key}: empty file (0 bytes)")
+                raise SourceError(f"{unit.key}: empty file (0 bytes), nothing to load: remove it or leave it out")
             refuse_unreadable(unit.key, unit.fmt)
             self.ctx.source.verify(unit)
             if unit.fmt.format in SELF_DESCRIBING or self.ctx.opts.add_columns:

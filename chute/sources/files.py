@@ -189,7 +189,8 @@ class FileSource(SourceBase, EngineRowNumbers):
         identities of the files it has loaded (see `recorded_fingerprint`)."""
         if not patterns:
             raise UsageError("no source given")
-        self.patterns = patterns
+        # (a quoted '~/logs/*.json' reaches us as it is: the shell expands ~ only unquoted)
+        self.patterns = [os.path.expanduser(p) if p.startswith("~") else p for p in patterns]
         # The embedded target's own directory holds .json and other files: never a source.
         self.exclude = tuple(os.path.realpath(p) + os.sep for p in exclude or [])
         self.format_override = format_override

@@ -15,7 +15,15 @@ from chute.engine import LOCK_FILE, MEMORY
 from chute.errors import UsageError
 from chute.targets.base import Target
 
-__all__ = ["DEFAULT_TARGET", "Target", "check_database", "is_server", "open_target", "target_spec"]
+__all__ = [
+    "DEFAULT_TARGET",
+    "Target",
+    "check_database",
+    "check_own_directory",
+    "is_server",
+    "open_target",
+    "target_spec",
+]
 
 DEFAULT_TARGET = "./chute.db"
 
@@ -35,6 +43,8 @@ def target_spec(spec: str | None) -> str | None:
     so (`./localhost:8123` is one). Any other name with a colon and no slash is refused: it is
     most likely a server address mistyped."""
     spec = spec or os.environ.get("CHUTE_TARGET")
+    if spec and spec.startswith("~"):  # (`--target=~/w.db`: the shell expands no ~ after `=`)
+        spec = os.path.expanduser(spec)
     if not spec or "://" in spec or ":" not in spec:
         return spec
     if _HOST_PORT.fullmatch(spec):
@@ -100,17 +110,38 @@ def open_target(
         raise UsageError("--insert-via-distributed needs a server target (--target http(s)://host:port)")
     if existing:
         check_database(spec, empty_ok)
+    else:
+        check_own_directory(spec)
     from chute.targets.embedded import EmbeddedTarget
 
     return EmbeddedTarget(spec, reading=existing)
 
 
+def check_own_directory(path: str) -> None:
+    """UsageError when a command that writes would make its database in a directory of other
+    files (a data folder, a home directory): the engine's `metadata/`, `store/`, `data/` and
+    `status` would land among them, and a load of that folder into itself found no file. A new
+    or empty directory, or one that holds a database, is the target's own."""
+    if path == MEMORY or not os.path.isdir(path) or _holds_database(path):
+        return
+    others = sorted(n for n in os.listdir(path) if not n.startswith(".chute") and n != "lost+found")
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise UsageError(
+            f"the embedded database {path} is a directory of other files ({shown}), not a database: "
+            f"give a new or empty directory (--target), such as {os.path.join(path, 'chute.db')}"
+        )
+
+
+def _holds_database(path: str) -> bool:
+    """One chute opened (its lock file) or one the engine keeps tables in (`metadata/`)."""
+    return os.path.isdir(os.path.join(path, "metadata")) or os.path.isfile(os.path.join(path, LOCK_FILE))
+
+
 def check_database(path: str, empty_ok: bool = False) -> None:
     """UsageError unless `path` is a database directory: one chute opened (its lock file) or
     one the engine keeps tables in (`metadata/`)."""
-    if path == MEMORY or os.path.isdir(os.path.join(path, "metadata")):
-        return
-    if os.path.isfile(os.path.join(path, LOCK_FILE)):
+    if path == MEMORY or _holds_database(path):
         return
     if not os.path.exists(path):
         raise UsageError(f"no database at {path}: the directory does not exist (chute load makes one)")

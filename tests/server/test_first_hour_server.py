@@ -95,3 +95,51 @@ def test_mixed_files_into_a_server_are_refused_and_nothing_is_made(tmp_path: Pat
     assert out.returncode == 2, out.stderr
     assert "2 groups share no column" in out.stderr and "--table events_csv" in out.stderr
     assert count(server_url, "SELECT count() FROM system.tables WHERE database = currentDatabase()") == "0"
+
+
+def test_the_native_port_or_https_on_the_http_port_is_a_usage_error_that_says_which_port(
+    tmp_path: Path,
+    clickhouse_server,
+    server_url: str,  # type: ignore[no-untyped-def]
+) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    database = server_url.rsplit("/", 1)[1]
+    native = f"http://127.0.0.1:{clickhouse_server.tcp_port}/{database}"  # the port clickhouse-client uses
+    out = run("load", "a.jsonl", "-t", "t", "--target", native, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr  # (was 1: as if the server were down)
+    assert f"Port {clickhouse_server.tcp_port} is for clickhouse-client program" in out.stderr
+    assert out.stderr.endswith("(chute speaks HTTP: give the server's HTTP port, 8123 by default)\n")
+    with_tls = server_url.replace("http://", "https://")
+    status = run("status", "--target", with_tls, cwd=tmp_path)
+    assert status.returncode == 2, status.stderr  # (was 1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    assert status.stderr == (
+        f"chute: error: {with_tls.replace('https://', 'https://default@')}: the server does not speak TLS on this "
+        "port; give http://, or the port where it serves https (8443 by default)\n"
+    )
+
+
+def test_a_table_named_with_and_without_the_url_s_database_is_loaded_once(tmp_path: Path, server_url: str) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    database = server_url.rsplit("/", 1)[1]
+    first = chute.load([str(tmp_path / "a.jsonl")], table="t", target=server_url)
+    assert first.files_loaded == 1
+    again = chute.load([str(tmp_path / "a.jsonl")], table=f"{database}.t", target=server_url)
+    assert (again.files_loaded, again.files_skipped) == (0, 1)  # (was 1, 0: every row twice)
+    assert f"table {database}.t is the table loaded before as t" in again.notes[0]
+    assert count(server_url, "SELECT count() FROM t") == "2"
+
+
+def test_a_missing_or_wrong_password_says_where_chute_takes_it_from(tmp_path: Path, server_url: str) -> None:
+    # "[194] Password required for user chute_test" said what was wrong, not where to put it.
+    from ..harness.servers import TEST_USER
+
+    where = (
+        "(the password: in the URL as user:password@, in a file (--password-file; chute copy: --from-password-file, "
+        "--to-password-file), or CLICKHOUSE_PASSWORD)"
+    )
+    bare = server_url.replace("http://", f"http://{TEST_USER}@")
+    for target, told in ((bare, "Password required"), (bare.replace("@", ":wrong@"), "Wrong password")):
+        out = run("status", "--target", target, cwd=tmp_path)
+        assert out.returncode == 2
+        assert told in out.stderr and out.stderr.endswith(f"{where}\n"), out.stderr
+        assert ":wrong@" not in out.stderr
