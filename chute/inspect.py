@@ -81,8 +81,13 @@ def _units(tgt: Target, table: str | None) -> list[dict[str, Any]]:
         f"FROM {ledger.name.sql} {where} GROUP BY `table`, unit ORDER BY `table`, unit",
         context="reading the ledger",
     )
+    gone = {t for t in {str(r["table"]) for r in rows} if tgt.table_columns(TableName.parse(t)) is None}
     for row in rows:
         row["state"] = _state(row["state"])
+        if row["state"] == UnitState.DONE and row["table"] in gone:
+            # Its table was dropped by hand since: its rows went with it, and the next load
+            # loads it again (and then writes `dropped` into the ledger itself).
+            row["state"] = UnitState.DROPPED
         row["claimed_by"] = row["claimed_since"] = row["lease_end"] = ""
     claims = live_claims(tgt, ledger.name.database, table)
     by_unit = {(r["table"], r["source"]): r for r in rows}

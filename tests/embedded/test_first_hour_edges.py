@@ -402,3 +402,18 @@ def test_an_empty_file_says_what_to_do(tmp_path: Path) -> None:
     assert [f.error for f in failed] == [
         f"{exports}/none.csv: empty file (0 bytes), nothing to load: remove it or leave it out"
     ]
+
+
+def test_status_after_the_table_was_dropped_by_hand_says_dropped(tmp_path: Path) -> None:
+    """A table dropped by hand took its rows: status said `done` for its files, while the
+    next load loads them again. It says `dropped` (the ledger's word for it), and the load then
+    loads every row once."""
+    exports = _exports(tmp_path)
+    db = tmp_path / "dropped.db"
+    chute.load(exports, table="t", target=db)
+    chute.query("DROP TABLE t", target=db)
+    assert [row["state"] for row in chute.status(target=db, table="t")] == ["dropped", "dropped"]
+    assert [row["state"] for row in chute.status(target=db)] == ["dropped", "dropped"]
+    assert chute.load(exports, table="t", target=db).files_loaded == 2
+    assert chute.query("SELECT count() FROM t", target=db) == "3\n"
+    assert [row["state"] for row in chute.status(target=db, table="t")] == ["done", "done"]
