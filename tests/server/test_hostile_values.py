@@ -1,0 +1,34 @@
+"""Values and faults a demanding user brings to an 18.16 server: each test holds a defect found
+by trying chute so, with the table, the rejects and the report's counts checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import chute
+
+from ..harness.servers import server_query
+
+
+@pytest.mark.parametrize("method", ["auto", "client-convert"])
+def test_a_number_past_float64s_range_into_float32_is_a_rejected_row(
+    tmp_path: Path, server_url: str, method: str
+) -> None:
+    """`1e400` parses as inf in Float32 and in Float64 alike: comparing the two readings let it
+    load as inf; only the text of an infinity is one."""
+    path = tmp_path / "f.jsonl"
+    path.write_text(
+        '{"id":1,"f":1e400}\n{"id":2,"f":1e39}\n{"id":3,"f":1.5}\n{"id":4,"f":-1e400}\n{"id":5,"f":"-inf"}\n'
+    )
+    server_query(server_url, "CREATE TABLE t (id UInt8, f Float32) ENGINE = MergeTree ORDER BY id")
+    report = chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(method=method))
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (5, 2, 3), report.files
+    assert server_query(server_url, "SELECT id, f FROM t ORDER BY id FORMAT TSV") == "3\t1.5\n5\t-inf\n"
+    rejects = server_query(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row FORMAT TSV")
+    assert rejects.splitlines() == [
+        "1\tcolumn f: 1e400 does not fit Float32",
+        "2\tcolumn f: 1e39 does not fit Float32",
+        "4\tcolumn f: -1e400 does not fit Float32",
+    ]
