@@ -32,3 +32,27 @@ def test_a_number_past_float64s_range_into_float32_is_a_rejected_row(
         "2\tcolumn f: 1e39 does not fit Float32",
         "4\tcolumn f: -1e400 does not fit Float32",
     ]
+
+
+@pytest.mark.parametrize("method", ["auto", "server-parse"])
+def test_a_csv_quote_that_runs_into_the_last_field_of_a_later_line_loses_no_line(
+    tmp_path: Path, server_url: str, method: str
+) -> None:
+    """An opening quote on line 2 closed by the quote on line 4 made one bad record of lines 2-4
+    (the engine: "There is no line feed"); its first line was the rejected row and lines 3 and 4
+    were neither loaded nor rejected, nor counted. Line by line, each is loaded or rejected."""
+    path = tmp_path / "q.csv"
+    path.write_text('id,v\n1,"abc\n2,def\n3,"x"y\n4,ok\n')
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt8, v String, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    report = chute.load(
+        [str(path)], table="t", target=server_url, options=chute.LoadOptions(method=method, header=True)
+    )
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 2, 2), report.files
+    loaded = server_query(server_url, "SELECT id, v, _source_row FROM t ORDER BY id FORMAT TSV")
+    assert loaded == "2\tdef\t2\n4\tok\t4\n"
+    rejects = server_query(server_url, "SELECT _source_row, raw FROM t_rejects ORDER BY _source_row FORMAT TSV")
+    assert rejects.splitlines() == ['1\t1,"abc', '3\t3,"x"y']
