@@ -3,6 +3,7 @@ by trying chute so, with the table, the rejects and the report's counts checked.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,21 @@ def test_a_csv_quote_that_runs_into_the_last_field_of_a_later_line_loses_no_line
     assert loaded == "2\tdef\t2\n4\tok\t4\n"
     rejects = server_query(server_url, "SELECT _source_row, raw FROM t_rejects ORDER BY _source_row FORMAT TSV")
     assert rejects.splitlines() == ['1\t1,"abc', '3\t3,"x"y']
+
+
+def test_server_parse_of_a_gzip_file_cut_short_does_not_say_it_is_too_big(tmp_path: Path, server_url: str) -> None:
+    """A file cut short ends in deflate data, which read as the gzip trailer said 2 GiB: the
+    load stopped saying the file was over 256 MiB uncompressed. A size no deflate stream of
+    these bytes can make is not believed."""
+    whole = gzip.compress(b"".join(b'{"id":%d,"v":"x"}\n' % i for i in range(2000)))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[:200] + (2**31 - 1).to_bytes(4, "little"))
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt32, v String, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY id",
+    )
+    with pytest.raises(chute.ChuteError) as caught:
+        chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(method="server-parse"))
+    assert "256 MiB" not in str(caught.value), caught.value
+    assert "gzip trailer does not tell it (several members, or a file cut short?)" in str(caught.value)
