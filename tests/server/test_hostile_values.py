@@ -75,3 +75,27 @@ def test_server_parse_of_a_gzip_file_cut_short_does_not_say_it_is_too_big(tmp_pa
         chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(method="server-parse"))
     assert "256 MiB" not in str(caught.value), caught.value
     assert "gzip trailer does not tell it (several members, or a file cut short?)" in str(caught.value)
+
+
+def test_auto_keeps_the_backslash_of_an_unknown_tsv_escape_as_client_convert_does(
+    tmp_path: Path, server_url: str
+) -> None:
+    """18.16's TSV parser drops the backslash of an escape it does not know (`q\\qz` is `qqz`,
+    `\\u0041` is `u0041`; kept from 20.5, ClickHouse PR 11208) where the embedded engine keeps
+    it: auto let the server parse such a file, and the text changed without a word."""
+    path = tmp_path / "e.tsv"
+    path.write_bytes(b"q\\qz\tr1\nuni\\u0041\tr2\nnew\\nline\tr3\n")
+    server_query(
+        server_url,
+        "CREATE TABLE t (s String, r String, _source String, _source_mtime DateTime, _source_row UInt64, "
+        "_load_id String) ENGINE = MergeTree ORDER BY r",
+    )
+    report = chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(header=False))
+    assert report.ok and (report.rows_read, report.rows_loaded) == (3, 3), report.files
+    assert report.methods == {"client-convert": 1}, report.method_why
+    stored = server_query(server_url, "SELECT r, hex(s) FROM t ORDER BY r FORMAT TSV")
+    assert stored.splitlines() == [
+        "r1\t" + b"q\\qz".hex().upper(),
+        "r2\t" + b"uni\\u0041".hex().upper(),
+        "r3\t" + b"new\nline".hex().upper(),
+    ]
