@@ -122,11 +122,28 @@ def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = N
     return code
 
 
+EXIT_PIPE = 141
+"""The exit code of a command whose reader left (`chute load --json | head -1`): a process that
+SIGPIPE stops has 128 + 13 in a shell. Python ignores SIGPIPE, so a write raises instead."""
+
+
+def _reader_gone() -> int:
+    """Standard output's reader closed it: nothing more can be told there, and a traceback would
+    say nothing about the work (a load had committed before its report was printed)."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (the flush at exit writes there, not to the pipe)
+    return EXIT_PIPE
+
+
 def entry() -> None:
     lean_engine_import()
     freeze_many_objects()
     _interrupt_on_sigterm()
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:
+        code = _reader_gone()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
     # engine once crashed in it). Exit handlers still run; the streams are flushed first.

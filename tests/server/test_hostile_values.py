@@ -4,6 +4,8 @@ by trying chute so, with the table, the rejects and the report's counts checked.
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,19 @@ def test_auto_keeps_the_backslash_of_an_unknown_tsv_escape_as_client_convert_doe
         "r2\t" + b"uni\\u0041".hex().upper(),
         "r3\t" + b"new\nline".hex().upper(),
     ]
+
+
+def test_a_report_into_a_closed_pipe_is_no_traceback(tmp_path: Path, server_url: str) -> None:
+    """`chute load ... --json | head -1`: the reader left before the report was printed and the
+    command ended in a BrokenPipeError traceback (the load itself committed). Now: no
+    traceback, the exit code a process stopped by SIGPIPE has in a shell (141)."""
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id":1}\n{"id":2}\n')
+    command = [sys.executable, "-m", "chute", "load", str(path), "-t", "t", "--target", server_url, "--json"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # (the reader is gone before a byte is written)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err, err
+    assert server_query(server_url, "SELECT count() FROM t FORMAT TSV") == "2\n"
