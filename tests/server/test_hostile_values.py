@@ -117,3 +117,26 @@ def test_a_report_into_a_closed_pipe_is_no_traceback(tmp_path: Path, server_url:
     assert proc.wait(timeout=120) == 141, err
     assert "Traceback" not in err, err
     assert server_query(server_url, "SELECT count() FROM t FORMAT TSV") == "2\n"
+
+
+def test_a_json_array_element_the_reader_refuses_is_named_in_the_reason(tmp_path: Path, server_url: str) -> None:
+    """`["abcd"]` into Array(FixedString(3)) and `["c"]` into Array(Enum8(...)): the rows were
+    rejected saying only 'a value does not fit the table'; the reason names the column and value."""
+    path = tmp_path / "a.jsonl"
+    path.write_text(
+        '{"id":1,"af":["abc"],"ae":["a"]}\n{"id":2,"af":["ab","abcd"],"ae":["a"]}\n'
+        '{"id":3,"af":["abc"],"ae":["a","c"]}\n{"id":4,"af":[],"ae":[]}\n'
+    )
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt8, af Array(FixedString(3)), ae Array(Enum8('a' = 1, 'b' = 2))) "
+        "ENGINE = MergeTree ORDER BY id",
+    )
+    report = chute.load([str(path)], table="t", target=server_url)
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (4, 2, 2), report.files
+    assert server_query(server_url, "SELECT id FROM t ORDER BY id FORMAT TSV") == "1\n4\n"
+    rejects = server_query(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row FORMAT TSV")
+    assert rejects.splitlines() == [
+        '2\tcolumn af: ["ab","abcd"] does not fit Array(FixedString(3))',
+        "3\tcolumn ae: [\"a\",\"c\"] does not fit Array(Enum8(\\'a\\' = 1, \\'b\\' = 2))",
+    ]

@@ -112,6 +112,8 @@ def refused_conditions(col: Column, text: str, present: str) -> list[str]:
 def refused_arm(col: Column, text: str, present: str, name_sql: str) -> list[str]:
     """`refused_conditions`' arm (condition, reason), the column named by `name_sql`; [] for other types."""
     inner = strip_wrappers(col.type)[0]
+    if inner.startswith("Array("):
+        return _refused_elements_arm(col, inner, text, present, name_sql)
     if inner not in PLAIN_SCALARS:
         return []
     bad = (
@@ -119,6 +121,23 @@ def refused_arm(col: Column, text: str, present: str, name_sql: str) -> list[str
         if inner == "Bool"
         else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
     )
+    shown = f"substring({text}, 1, 200)"
+    reason = unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
+    return [f"{present} AND {bad}", reason]
+
+
+def _refused_elements_arm(col: Column, inner: str, text: str, present: str, name_sql: str) -> list[str]:
+    """`refused_arm` of a JSON array whose elements the reader refuses rather than changes
+    (FixedString, Enum and PLAIN_SCALARS, read as they are): an element that does not convert."""
+    element = strip_wrappers(inner[len("Array(") : -1])[0]
+    if not (element.startswith(("FixedString(", "Enum")) or element in PLAIN_SCALARS):
+        return []
+    x = "__r"
+    unquoted = f"if(startsWith({x}, {quote_str(chr(34))}), JSONExtractString({x}), {x})"
+    conv = conversion(unquoted, element)
+    if conv is None:
+        return []
+    bad = f"arrayExists({x} -> {x} != 'null' AND isNull({conv}), JSONExtractArrayRaw({text}))"
     shown = f"substring({text}, 1, 200)"
     reason = unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
     return [f"{present} AND {bad}", reason]
