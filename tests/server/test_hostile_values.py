@@ -140,3 +140,29 @@ def test_a_json_array_element_the_reader_refuses_is_named_in_the_reason(tmp_path
         '2\tcolumn af: ["ab","abcd"] does not fit Array(FixedString(3))',
         "3\tcolumn ae: [\"a\",\"c\"] does not fit Array(Enum8(\\'a\\' = 1, \\'b\\' = 2))",
     ]
+
+
+@pytest.mark.parametrize("method", ["auto", "server-parse"])
+def test_a_csv_array_element_the_reader_refuses_is_a_rejected_row(tmp_path: Path, server_url: str, method: str) -> None:
+    """`['abcd']` into Array(FixedString(3)) (or an unknown Enum name in an array) in one CSV row
+    failed the whole file with the engine's error; now that row is rejected, with its reason."""
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "id,af,ae\n1,\"['abc']\",\"['a']\"\n2,\"['ab','abcd']\",\"['a']\"\n3,\"['abc']\",\"['a','c']\"\n"
+        "4,[],[]\n5,\"['it\\'s']\",\"['b']\"\n"
+    )
+    server_query(
+        server_url,
+        "CREATE TABLE t (id UInt8, af Array(FixedString(4)), ae Array(Enum8('a' = 1, 'b' = 2))) "
+        "ENGINE = MergeTree ORDER BY id",
+    )
+    path.write_text(path.read_text().replace("'abcd'", "'abcde'"))
+    report = chute.load([str(path)], table="t", target=server_url, options=chute.LoadOptions(method=method))
+    assert report.ok and (report.rows_read, report.rows_loaded, report.rows_rejected) == (5, 3, 2), report.files
+    loaded = server_query(server_url, "SELECT id, af, ae FROM t ORDER BY id FORMAT TSV")
+    assert loaded.splitlines() == ["1\t['abc\\0']\t['a']", "4\t[]\t[]", "5\t['it\\'s']\t['b']"]
+    rejects = server_query(server_url, "SELECT _source_row, error FROM t_rejects ORDER BY _source_row FORMAT TSVRaw")
+    assert rejects.splitlines() == [
+        "2\tcolumn af: ['ab','abcde'] does not fit Array(FixedString(4))",
+        "3\tcolumn ae: ['a','c'] does not fit Array(Enum8('a' = 1, 'b' = 2))",
+    ]

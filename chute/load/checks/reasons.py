@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from chute.load.checks.column import conversion
 from chute.load.checks.composite import nested_groups
-from chute.load.checks.types import array_element, default_of, read_as_text, strip_wrappers
+from chute.load.checks.types import default_of, read_as_text, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 
@@ -66,7 +66,7 @@ def final_value(col: Column, conv: str | None, present: str, extract: str) -> st
         value = extract
     elif nullable:
         value = f"if({present}, {conv}, NULL)"
-    elif array_element(strip_wrappers(col.type)[0]) is not None:
+    elif strip_wrappers(col.type)[0].startswith("Array("):
         value = f"if({present}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
     else:
         # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
