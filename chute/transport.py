@@ -64,6 +64,12 @@ class ServerAddress:
                 parts = urllib.parse.urlsplit(url)
             except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed)
                 raise UsageError(f"invalid target URL: {exc}") from None
+            if "@" in parts.path + parts.query + parts.fragment:
+                # (a password's `/`, `?` or `#` ended the host part: the rest of it would be shown as a database)
+                raise UsageError(
+                    "the target URL has an '@' after its host part: a password holding '/', '?' or '#' must be "
+                    "percent-encoded (%2F, %3F, %23), or given by --password-file or CLICKHOUSE_PASSWORD"
+                )
             if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
                 raise UsageError("a server target looks like http(s)://[user[:password]@]host:port[/database]")
             scheme, host = parts.scheme, parts.hostname
