@@ -1,0 +1,40 @@
+"""A source URL whose password holds a bare `/`, `?` or `#` is refused without echoing it."""
+
+from __future__ import annotations
+
+import pytest
+
+from chute.errors import UsageError
+from chute.sources import SourceOptions, open_source, refuse_bare_password
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:ab/TOPSECRET@127.0.0.1:1/shop/public.orders",
+        "mysql://app:12/TOPSECRET@127.0.0.1:1/shop/orders",
+        "postgresql://app:12?TOPSECRET@127.0.0.1:1/shop/public.orders",
+        "kafka://u:ab/TOPSECRET@127.0.0.1:1/topic",
+        "http://u:ab/TOPSECRET@127.0.0.1:1/data.json",
+        "https://u:12#TOPSECRET@127.0.0.1:1/data.json",
+    ],
+)
+def test_a_bare_slash_in_a_source_password_is_refused_without_the_secret(url: str) -> None:
+    """The rest of the password read as the URL's path: the errors showed it (a database or topic
+    name, `postgresql://app/TOPSECRET@...`), and an http(s) source ended in a traceback."""
+    with pytest.raises(UsageError) as refused:
+        open_source([url], SourceOptions())
+    assert "percent-encoded" in str(refused.value) and "TOPSECRET" not in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://host:8443/users/@me/data.json",
+        "https://host/@scope/data.json",
+        "postgresql://app:p%2Fw@127.0.0.1:5432/shop/public.orders",
+        "kafka://u@127.0.0.1:9092/topic",
+    ],
+)
+def test_an_at_sign_where_urls_hold_one_is_no_password(url: str) -> None:
+    refuse_bare_password([url], "http" if url.startswith("https") else url.split("://")[0])
