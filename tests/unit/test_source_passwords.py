@@ -38,3 +38,18 @@ def test_a_bare_slash_in_a_source_password_is_refused_without_the_secret(url: st
 )
 def test_an_at_sign_where_urls_hold_one_is_no_password(url: str) -> None:
     refuse_bare_password([url], "http" if url.startswith("https") else url.split("://")[0])
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://127.0.0.1:abc/x.json", "http://127.0.0.1:abc/x.json: not a valid URL"),
+        ("http://u:TOPSECRET@[::1/x.json", "an http(s) source URL is not valid (Invalid IPv6 URL)"),
+        ("https://127.0.0.1:99999/x.json", "not a valid URL (Port out of range"),
+    ],
+)
+def test_a_malformed_http_source_url_is_one_line_not_a_traceback(url: str, said: str) -> None:
+    """A port that is no number, or a bracket not closed, ended in an httpx or urllib traceback."""
+    with pytest.raises(UsageError) as refused:
+        open_source([url], SourceOptions())
+    assert said in str(refused.value) and "TOPSECRET" not in str(refused.value), refused.value
