@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 from chute.errors import UsageError
 from chute.sources.base import Source, SourceOptions, table_function
 
@@ -36,6 +38,13 @@ def refuse_bare_password(patterns: list[str], scheme: str) -> None:
     URL's host part ends there, so the rest of the password reads as its path (shown in errors
     as a database, table or topic name) and the user name as a host. Seen as an `@` after the
     host part; in an HTTP(S) URL only in the path's first segment (`/users/@me.json` is a path)."""
+    if scheme == "file":
+        return
+    for pattern in patterns:
+        try:
+            urllib.parse.urlsplit(pattern)
+        except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed; the URL may hold a password)
+            raise UsageError(f"the {scheme} source URL is not valid ({exc})") from None
     if scheme not in (*DATABASE_SCHEMES, "kafka", "http"):
         return
     for pattern in patterns:

@@ -44,7 +44,7 @@ def test_an_at_sign_where_urls_hold_one_is_no_password(url: str) -> None:
     ("url", "said"),
     [
         ("http://127.0.0.1:abc/x.json", "http://127.0.0.1:abc/x.json: not a valid URL"),
-        ("http://u:TOPSECRET@[::1/x.json", "an http(s) source URL is not valid (Invalid IPv6 URL)"),
+        ("http://u:TOPSECRET@[::1/x.json", "source URL is not valid (Invalid IPv6 URL)"),
         ("https://127.0.0.1:99999/x.json", "not a valid URL (Port out of range"),
     ],
 )
@@ -53,3 +53,21 @@ def test_a_malformed_http_source_url_is_one_line_not_a_traceback(url: str, said:
     with pytest.raises(UsageError) as refused:
         open_source([url], SourceOptions())
     assert said in str(refused.value) and "TOPSECRET" not in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["kafka://u:TOPSECRET@[::1/topic", "postgresql://app:TOPSECRET@[::1/shop/public.t", "hdfs://[::1/x.parquet"],
+)
+def test_a_bracket_not_closed_in_a_source_url_is_one_line_not_a_traceback(url: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        open_source([url], SourceOptions())
+    assert "source URL is not valid (Invalid IPv6 URL)" in str(refused.value), refused.value
+    assert "TOPSECRET" not in str(refused.value)
+
+
+def test_an_s3_endpoint_with_a_port_that_is_no_number_is_one_line() -> None:
+    """`--s3-endpoint http://127.0.0.1:abc` ended in an httpx traceback."""
+    with pytest.raises(UsageError) as refused:
+        open_source(["s3://b/x.json"], SourceOptions(s3_endpoint="http://127.0.0.1:abc"))
+    assert "give http(s)://host[:port]" in str(refused.value)
