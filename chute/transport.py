@@ -86,7 +86,10 @@ class ServerAddress:
                 raise UsageError("no server given: pass --target http(s)://host:port or set CLICKHOUSE_HOST")
             secure = env.get("CLICKHOUSE_SECURE", "").lower() in ("1", "true", "yes")
             scheme = "https" if secure else "http"
-            port = int(env.get("CLICKHOUSE_PORT") or DEFAULT_PORTS[scheme])
+            given = env.get("CLICKHOUSE_PORT") or str(DEFAULT_PORTS[scheme])
+            if not given.isdigit() or not 0 < int(given) < 65536:
+                raise UsageError(f"CLICKHOUSE_PORT must be a port number (1-65535), not {given!r}")
+            port = int(given)
             user = env.get("CLICKHOUSE_USER", "default")
             password = None
             database = env.get("CLICKHOUSE_DATABASE", "default")

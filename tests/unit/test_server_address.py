@@ -44,3 +44,13 @@ def test_a_password_with_an_unencoded_slash_query_or_hash_is_refused_without_its
     with pytest.raises(UsageError) as refused:
         ServerAddress.parse(url)
     assert "percent-encoded" in str(refused.value) and "TOPSECRET" not in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "-1"])
+def test_a_clickhouse_port_that_is_no_port_is_one_usage_error(monkeypatch: pytest.MonkeyPatch, port: str) -> None:
+    """`CLICKHOUSE_PORT=abc` ended in a ValueError traceback."""
+    monkeypatch.setenv("CLICKHOUSE_HOST", "127.0.0.1")
+    monkeypatch.setenv("CLICKHOUSE_PORT", port)
+    with pytest.raises(UsageError) as refused:
+        ServerAddress.parse(None)
+    assert "CLICKHOUSE_PORT must be a port number" in str(refused.value)
