@@ -166,3 +166,20 @@ def test_a_csv_array_element_the_reader_refuses_is_a_rejected_row(tmp_path: Path
         "2\tcolumn af: ['ab','abcde'] does not fit Array(FixedString(4))",
         "3\tcolumn ae: ['a','c'] does not fit Array(Enum8('a' = 1, 'b' = 2))",
     ]
+
+
+def test_status_of_an_unknown_table_names_twenty_loaded_tables_not_all(tmp_path: Path, server_url: str) -> None:
+    """On a server whose ledger names hundreds of tables, the error listed every one on its line."""
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id":1}\n')
+    chute.load([str(path)], table="t00", target=server_url)
+    names = ", ".join(f"'t{i:02d}'" for i in range(1, 25))
+    server_query(
+        server_url,
+        "INSERT INTO _chute_ledger (`table`, unit, state) SELECT arrayJoin([" + names + "]), 'x', 'done'",
+    )
+    with pytest.raises(chute.UsageError) as refused:
+        chute.status(table="nosuch", target=server_url)
+    assert str(refused.value).endswith(
+        "(tables loaded there: " + ", ".join(f"t{i:02d}" for i in range(20)) + ", and 5 more)"
+    )
