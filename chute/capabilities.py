@@ -77,6 +77,10 @@ class Capabilities:
     (the default '' in a String column) and an unquoted empty field a NULL in a Nullable one (PR 6055,
     merged for 19.13; gated there). Measured on 18.16: `\\N` stays the two characters, and the empty
     field is ''."""
+    tsv_text_like_engine: bool
+    """Its TSV parser keeps the backslash of an escape it does not know (`\\q` is `\\q`, as in the
+    embedded engine; PR 11208, merged in May 2020; gated at 20.5, not verified on a release in
+    between). Measured on 18.16: `q\\qz` is `qqz` and `\\u0041` is `u0041`."""
     nested_tuples: bool
     """A (named) Tuple inside Array(...), Nullable(...) or another Tuple (issue 15587: refused
     up to 20.10; gated at 21.1, not verified on a release in between). Measured on 18.16: a
@@ -113,6 +117,7 @@ class Capabilities:
             checked_typed_reads=v >= (21, 9, 0),
             nested_tuples=v >= (21, 1, 0),
             csv_text_like_engine=v >= (19, 13, 0),
+            tsv_text_like_engine=v >= (20, 5, 0),
             precise_floats=v >= (26, 7, 0),
             table_totals=v >= (20, 5, 0),
             compressed_output=v >= (19, 1, 0),

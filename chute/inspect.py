@@ -18,6 +18,10 @@ from chute.targets.server import ServerTarget
 READONLY = 164
 
 
+SHOWN_TABLES = 20
+"""The loaded tables an unknown table's error names (the rest counted): one line, not a wall."""
+
+
 @public_call
 def status(
     table: str | None = None,
@@ -51,7 +55,10 @@ def status_and_placement(
     units = _units(books, table)
     if name is not None and not units and tgt.table_columns(name) is None:
         loaded = _loaded_tables(books)
-        known = f" (tables loaded there: {', '.join(loaded)})" if loaded else " (nothing loaded there yet)"
+        shown = ", ".join(loaded[:SHOWN_TABLES]) + (
+            f", and {len(loaded) - SHOWN_TABLES} more" if len(loaded) > SHOWN_TABLES else ""
+        )
+        known = f" (tables loaded there: {shown})" if loaded else " (nothing loaded there yet)"
         raise UsageError(f"no table {table} in {tgt.display_name}{known}")
     where: list[dict[str, Any]] = []
     if placement and name is not None and isinstance(tgt, ServerTarget):

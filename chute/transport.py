@@ -65,6 +65,12 @@ class ServerAddress:
                 parts = urllib.parse.urlsplit(url)
             except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed)
                 raise UsageError(f"invalid target URL: {exc}") from None
+            if "@" in parts.path + parts.query + parts.fragment:
+                # (a password's `/`, `?` or `#` ended the host part: the rest of it would be shown as a database)
+                raise UsageError(
+                    "the target URL has an '@' after its host part: a password holding '/', '?' or '#' must be "
+                    "percent-encoded (%2F, %3F, %23), or given by --password-file or CLICKHOUSE_PASSWORD"
+                )
             if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
                 raise UsageError("a server target looks like http(s)://[user[:password]@]host:port[/database]")
             scheme, host = parts.scheme, parts.hostname
@@ -81,7 +87,10 @@ class ServerAddress:
                 raise UsageError("no server given: pass --target http(s)://host:port or set CLICKHOUSE_HOST")
             secure = env.get("CLICKHOUSE_SECURE", "").lower() in ("1", "true", "yes")
             scheme = "https" if secure else "http"
-            port = int(env.get("CLICKHOUSE_PORT") or DEFAULT_PORTS[scheme])
+            given = env.get("CLICKHOUSE_PORT") or str(DEFAULT_PORTS[scheme])
+            if not given.isdigit() or not 0 < int(given) < 65536:
+                raise UsageError(f"CLICKHOUSE_PORT must be a port number (1-65535), not {given!r}")
+            port = int(given)
             user = env.get("CLICKHOUSE_USER", "default")
             password = None
             database = env.get("CLICKHOUSE_DATABASE", "default")

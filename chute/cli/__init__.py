@@ -182,6 +182,20 @@ def _fail(message: str, code: int, as_json: bool, partial: LoadReport | None = N
     return code
 
 
+EXIT_PIPE = 141
+"""The exit code of a command whose reader left (`chute load --json | head -1`): a process that
+SIGPIPE stops has 128 + 13 in a shell. Python ignores SIGPIPE, so a write raises instead."""
+
+
+def _reader_gone() -> int:
+    """Standard output's reader closed it: nothing more can be told there, and a traceback would
+    say nothing about the work (a load had committed before its report was printed)."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (the flush at exit writes there, not to the pipe)
+    return EXIT_PIPE
+
+
 def entry() -> None:
     lean_engine_import()
     freeze_many_objects()
@@ -191,9 +205,8 @@ def entry() -> None:
         code = main()
     except SystemExit as exc:  # (rich's answer to a closed pipe, `chute status | head`: exit 1)
         code = exc.code if isinstance(exc.code, int) else 1
-    except BrokenPipeError:  # (the reader of stdout went away: stop quietly, as rich does)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
+    except BrokenPipeError:
+        code = _reader_gone()
     # Everything the run wrote is committed, as it would be at a kill -9 (each load is built
     # to survive one): skip the engine's own teardown (~0.2 s of a short run's wall, and the
     # engine once crashed in it). Exit handlers still run; the streams are flushed first.

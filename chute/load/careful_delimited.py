@@ -260,8 +260,8 @@ def _unclosed_quote(
         return _open_at_end(engine, scratch, fields, lines_expression, lines, bad)
     # The first bad record that ran on: bad records before it (a field too few, say) are one
     # line each, as the parser stopped at their line end.
-    found = engine.rows(f"SELECT {ROW} AS row, {REASON} AS reason FROM ({bad_structure}) ORDER BY row")
-    ran_on = [i for i, b in enumerate(found) if any(sign in str(b["reason"]) for sign in QUOTE_RAN_ON)]
+    found = engine.rows(f"SELECT {ROW} AS row, {REASON} AS reason, {RAW} AS raw FROM ({bad_structure}) ORDER BY row")
+    ran_on = [i for i, b in enumerate(found) if _ran_on(str(b["reason"]), str(b["raw"]))]
     if not ran_on:
         return None
     bad_before = ran_on[0]
@@ -312,6 +312,18 @@ def _has_lines_after(engine: Engine, lines_expression: str, line: int) -> bool:
 
 QUOTE_RAN_ON = ("There is no delimiter", "Buffer has gone", "Unexpected end of stream")
 """What the engine says of a record whose quoted field ran on into a later quote or the end."""
+
+LAST_FIELD_RAN_ON = "There is no line feed"
+"""What it says when the field that ran on was the last: the later quote ended it, and text
+followed it where the line feed should be. So it says of a record with a field too many, too:
+only one whose first line (`raw_data`) leaves a quote open ran on."""
+
+
+def _ran_on(reason: str, raw: str) -> bool:
+    """Whether a bad record's quoted field ran on past its first line."""
+    if any(sign in reason for sign in QUOTE_RAN_ON):
+        return True
+    return LAST_FIELD_RAN_ON in reason and raw.count('"') % 2 == 1
 
 
 def _check_rest(

@@ -162,6 +162,8 @@ def _names(pattern: str, source: str) -> bool:
     else:
         pattern = os.path.expanduser(pattern)  # (a quoted ~/...: the shell left it as it is)
         forms = list(dict.fromkeys([os.path.abspath(pattern), os.path.realpath(pattern)]))
+    if source in forms:
+        return True  # (a file named like a glob, `[1]{2}*.json`, by its very name)
     for form in (f for given in forms for f in expand_braces(given)):
         if any(c in form for c in "*?["):
             if glob_regex(form).fullmatch(source):

@@ -154,7 +154,8 @@ class Methods:
         """Columns whose values a server parsing the text itself would change without a word
         (wrapped integers, rolled-over dates: chute.load.checks.types.checked; floats an ulp off before
         26.7: Capabilities.precise_floats; CSV text's `\\N` and empty fields before 19.13:
-        Capabilities.csv_text_like_engine; CSV text's spaces where the server trims them:
+        Capabilities.csv_text_like_engine; TSV text's unknown escapes before 20.5:
+        Capabilities.tsv_text_like_engine; CSV text's spaces where the server trims them:
         ServerInfo.csv_keeps_spaces; a DEFAULT expression's column, where the server fills a
         missing field with its type's default: ServerInfo.omitted_defaults); chute's own read
         checks them."""
@@ -165,9 +166,10 @@ class Methods:
             return [c.name for c in self.ctx.input_columns() if binary_read(c.name, c.type, fmt) is not None]
         capabilities = self.ctx.target.capabilities
         floats = not capabilities.precise_floats
-        texts = unit.fmt.format == "CSV" and not (
-            capabilities.csv_text_like_engine and self.parse.server().csv_keeps_spaces
-        )
+        texts = (
+            unit.fmt.format == "CSV"
+            and not (capabilities.csv_text_like_engine and self.parse.server().csv_keeps_spaces)
+        ) or (unit.fmt.format == "TSV" and not capabilities.tsv_text_like_engine)
         # A column's DEFAULT expression, where the server fills a field a record lacks with 0.
         computed = not self.parse.server().omitted_defaults
         return [
@@ -208,7 +210,7 @@ class Methods:
         self.ctx.note(
             f"{method} not used: the server's parser would change values of {columns} without a word "
             "(wrap or clamp numbers that do not fit; trim spaces around CSV text; on servers before 19.13, "
-            "keep a CSV \\N as text); "
+            "keep a CSV \\N as text; before 20.5, drop the backslash of an unknown TSV escape such as \\q); "
             f"chute reads and checks them (--method {method} lets the server parse{also})"
         )
         return False

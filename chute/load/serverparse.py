@@ -168,7 +168,9 @@ class ServerParse:
             return "a provenance column is in the table's keys"
         size = uncompressed_size(unit)
         if size is None:
-            return "its uncompressed size is not known (one insert block must hold the file)"
+            told = ": its gzip trailer does not tell it (several members, or a file cut short?)"
+            told = told if unit.fmt.compression == "gzip" else ""
+            return f"its uncompressed size is not known{told} (one insert block must hold the file)"
         if size > ONE_BLOCK_BYTES:
             return f"over {ONE_BLOCK_BYTES // 2**20} MiB uncompressed (the server holds one file as one block)"
         return None

@@ -149,5 +149,10 @@ def uncompressed_size(unit: Unit) -> int | None:
             size = int.from_bytes(fh.read(4), "little")
     except OSError:
         return None
-    # A multi-member file's trailer tells its last member only: a size below the compressed one is not believed.
-    return size if size >= unit.size // 2 else None
+    # A multi-member file's trailer tells its last member only: a size below the compressed one is not believed;
+    # nor one above what deflate makes of these bytes (1032:1 at most): a file cut short ends in deflate data.
+    return size if unit.size // 2 <= size <= unit.size * DEFLATE_MAX_RATIO else None
+
+
+DEFLATE_MAX_RATIO = 1032
+"""The most bytes deflate makes of one compressed byte (a run of one byte, at best)."""

@@ -106,7 +106,11 @@ class S3Client:
         self._bucket_region: dict[str, str] = {}
         endpoint = endpoint or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
         if endpoint is not None:
-            parts = urllib.parse.urlsplit(endpoint)
+            try:
+                parts = urllib.parse.urlsplit(endpoint)
+                parts.port  # noqa: B018 (read for its ValueError: a port that is no number, or out of range)
+            except ValueError:  # (and "Invalid IPv6 URL": a bracket not closed)
+                parts = urllib.parse.SplitResult("", "", "", "", "")
             if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
                 raise UsageError(f"--s3-endpoint {endpoint!r}: give http(s)://host[:port]")
             endpoint = endpoint.rstrip("/")

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 from chute.errors import UsageError
 from chute.sources.base import Source, SourceOptions, table_function
 
@@ -31,9 +33,40 @@ def source_scheme(patterns: list[str]) -> str:
     return schemes.pop() if schemes else "file"
 
 
+def refuse_bare_password(patterns: list[str], scheme: str) -> None:
+    """UsageError, echoing nothing, for a URL whose password holds a bare `/`, `?` or `#`: the
+    URL's host part ends there, so the rest of the password reads as its path (shown in errors
+    as a database, table or topic name) and the user name as a host. Seen as an `@` after the
+    host part; in an HTTP(S) URL only in the path's first segment (`/users/@me.json` is a path)."""
+    if scheme == "file":
+        return
+    for pattern in patterns:
+        try:
+            urllib.parse.urlsplit(pattern)
+        except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed; the URL may hold a password)
+            raise UsageError(f"the {scheme} source URL is not valid ({exc})") from None
+    if scheme not in (*DATABASE_SCHEMES, "kafka", "http"):
+        return
+    for pattern in patterns:
+        rest = pattern.split("://", 1)[-1]
+        cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        authority, after = rest[:cut], rest[cut:]
+        if "@" in authority or "@" not in after:
+            continue
+        first = after[1:].split("/", 1)[0] if after.startswith("/") else after
+        if scheme == "http" and "@" not in first[1:]:
+            continue
+        elsewhere = "" if scheme == "http" else ", or given by --password-file or the environment"
+        raise UsageError(
+            f"the {scheme} source URL has an '@' after its host part: a password holding '/', '?' or '#' must "
+            f"be percent-encoded (%2F, %3F, %23; an '@' in a path: %40){elsewhere}"
+        )
+
+
 def open_source(patterns: list[str], options: SourceOptions) -> Source:
     """The source for `patterns`, chosen by their scheme; one scheme per load (http and https are one)."""
     scheme = source_scheme(patterns)
+    refuse_bare_password(patterns, scheme)
     if scheme == "file":
         from chute.sources.files import FileSource
 

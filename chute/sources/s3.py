@@ -65,7 +65,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             body = pattern[i + 1 : end]
             negate = body.startswith(("!", "^"))
             body = body[1:] if negate else body
-            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
+            # (a backslash, `[` and doubled set operators mean something inside a regex class: escaped)
+            body = "".join("\\" + ch if ch in "\\[&~|" else ch for ch in body)
+            out.append("[" + ("^" if negate else "") + body + "]")
             i = end
         else:
             out.append(re.escape(c))

@@ -113,8 +113,15 @@ class UrlSource(SourceBase, EngineRowNumbers, ServerReadable):
         self._http: httpx.Client | None = None
 
     def _target(self, url: str) -> _Target:
-        name, user, password = _strip_credentials(url)
+        try:
+            name, user, password = _strip_credentials(url)
+        except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed; the URL may hold a password)
+            raise UsageError(f"an http(s) source URL is not valid ({exc})") from None
         parts = urllib.parse.urlsplit(name)
+        try:
+            parts.port  # noqa: B018 (read for its ValueError: a port that is no number, or out of range)
+        except ValueError as exc:
+            raise UsageError(f"{name}: not a valid URL ({exc})") from None
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise UsageError(f"{name}: give an http(s)://host/path URL")
         authorization = ""

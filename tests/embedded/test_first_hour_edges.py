@@ -284,7 +284,7 @@ def test_a_reader_that_stops_early_gets_no_engine_noise(tmp_path: Path) -> None:
         proc.stdout.close()  # the reader is gone before the first line
         _, err = proc.communicate(timeout=60)
         assert err == "", (command, err)
-        assert proc.returncode in (0, 1), (command, proc.returncode)
+        assert proc.returncode in (0, 1, 141), (command, proc.returncode)  # (141: as SIGPIPE stops a process)
 
 
 def test_a_table_named_with_and_without_its_database_is_one_table_loaded_once(tmp_path: Path) -> None:

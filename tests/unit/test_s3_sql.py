@@ -119,3 +119,15 @@ def test_cluster_refusals_by_server_version() -> None:
             check(version, units)
     with pytest.raises(chute.UsageError, match=r"^--cluster reads s3:// sources only, not URLs$"):
         check("26.9", [json_unit], src=UrlSource(["http://example.org/a.json"]))
+
+
+def test_a_bracket_inside_a_glob_class_matches_itself_without_a_python_warning() -> None:
+    """`[[]` is the glob for a literal `[` (how a file named `[1].json` is named): its regex
+    `[[]` made Python print a FutureWarning ('Possible nested set') into the user's output."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        regex = glob_regex("d/[[]1][*]&[&&~~|].json")
+    assert regex.match("d/[1]*&&.json") and regex.match("d/[1]*&~.json")
+    assert not regex.match("d/x1]*&&.json")

@@ -37,6 +37,9 @@ def conversion(text: str, type_sql: str) -> str | None:
     element = array_element(inner)
     if element is not None:
         return composite.array_conversion(text, element, conversion)
+    refused = composite.refused_element(inner)
+    if refused is not None:
+        return composite.refused_conversion(text, refused, conversion)
     if strings.holds(inner):
         return strings.conversion(text, inner)
     if enums.holds(inner):

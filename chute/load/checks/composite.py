@@ -46,6 +46,42 @@ def array_conversion(text: str, element: str, convert: Conversion, depth: int = 
     return f"if({fits}, toString(arrayMap({x} -> if({x} = 'null', {null}, {value}), {elements})), NULL)"
 
 
+def refused_element(inner: str) -> str | None:
+    """The element type of an Array whose elements the readers refuse rather than change
+    (FixedString too long, an unknown Enum name), else None: read as the array type, one such
+    element fails the whole read, so the careful passes convert them too (`refused_conversion`)."""
+    if inner.startswith("Array(") and inner.endswith(")"):
+        element = inner[len("Array(") : -1].strip()
+        if strip_wrappers(element)[0].startswith(("FixedString(", "Enum")):
+            return element
+    return None
+
+
+def refused_conversion(text: str, element: str, convert: Conversion) -> str:
+    """Nullable(String): the text of Array(`element`) (a `refused_element`) from `text`, NULL where
+    it is no array or an element does not fit. `text` is JSON (its elements JSON strings) or the
+    engine's text format of a CSV/TSV field (`['it\\'s']`), parsed by the engine's own reader
+    through a Variant cast, which falls back to String where the text is no array."""
+    x = "__f"
+    raw = f"ifNull({text}, '')"
+    is_json = f"(isValidJSON({raw}) AND JSONType({raw}) = 'Array')"
+    from_json = (
+        f"arrayMap({x} -> if({x} = 'null', NULL, if(startsWith({x}, {quote_str(chr(34))}), "
+        f"JSONExtractString({x}), {x})), JSONExtractArrayRaw({raw}))"
+    )
+    variant = f"CAST({raw}, 'Variant(Array(Nullable(String)), String)')"
+    from_text = f"variantElement({variant}, 'Array(Nullable(String))')"
+    is_array = f"({is_json} OR variantType({variant}) != 'String')"
+    parsed = f"if({is_json}, {from_json}, {from_text})"
+    inner, nullable = strip_wrappers(element)
+    conv = convert(x, inner)
+    assert conv is not None
+    null, kept = ("NULL", conv) if nullable else (default_of(inner), f"assumeNotNull({conv})")
+    value = f"if(isNull({x}), {null}, {kept})"
+    fits = f"{is_array} AND arrayAll({x} -> isNull({x}) OR isNotNull({conv}), {parsed})"
+    return f"if({fits}, toString(arrayMap({x} -> {value}, {parsed})), NULL)"
+
+
 def int_array_read(ident: str, type_sql: str, inner: str, message: str = FAIL_MESSAGE) -> FastRead | None:
     """An array (at any depth) of integers of up to 64 bits, read with Int128 elements and cast
     exactly, as a plain integer is (the text read of `text_array_read` costs twice the load);

@@ -17,8 +17,10 @@ def conversion(text: str, inner: str) -> str:
     """SQL turning the String `text` into the float type `inner`, NULL when it does not fit."""
     if inner == "Float32":
         # Parsed as Float32 a number past its range is inf, one too small is 0: compare with Float64.
+        # Past Float64's range too (`1e400`) both are inf: only the text of an infinity is one.
         f32, f64 = f"toFloat32OrNull({text})", f"toFloat64OrNull({text})"
-        changed = f"(isInfinite({f32}) AND NOT isInfinite({f64})) OR ({f32} = 0 AND {f64} != 0)"
+        overflow = f"isInfinite({f32}) AND positionCaseInsensitive({text}, 'inf') = 0"
+        changed = f"({overflow}) OR ({f32} = 0 AND {f64} != 0)"
         return f"if({changed}, NULL, {f32})"
     if inner == "Float64":
         # Parsed, a number past the range is inf (`1e400`): only the text of an infinity is one.

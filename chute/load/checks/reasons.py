@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from chute.load.checks.column import conversion
 from chute.load.checks.composite import nested_groups
-from chute.load.checks.types import array_element, default_of, read_as_text, strip_wrappers
+from chute.load.checks.types import default_of, read_as_text, strip_wrappers
 from chute.schema import Column
 from chute.sql import internal, quote_ident, quote_str
 
@@ -66,7 +66,7 @@ def final_value(col: Column, conv: str | None, present: str, extract: str) -> st
         value = extract
     elif nullable:
         value = f"if({present}, {conv}, NULL)"
-    elif array_element(strip_wrappers(col.type)[0]) is not None:
+    elif strip_wrappers(col.type)[0].startswith("Array("):
         value = f"if({present}, ifNull({conv}, '[]'), '[]')"  # (the array's text)
     else:
         # (ifNull, not assumeNotNull: under a NULL may lie the text that did not fit)
@@ -112,6 +112,8 @@ def refused_conditions(col: Column, text: str, present: str) -> list[str]:
 def refused_arm(col: Column, text: str, present: str, name_sql: str) -> list[str]:
     """`refused_conditions`' arm (condition, reason), the column named by `name_sql`; [] for other types."""
     inner = strip_wrappers(col.type)[0]
+    if inner.startswith("Array("):
+        return _refused_elements_arm(col, inner, text, present, name_sql)
     if inner not in PLAIN_SCALARS:
         return []
     bad = (
@@ -119,6 +121,23 @@ def refused_arm(col: Column, text: str, present: str, name_sql: str) -> list[str
         if inner == "Bool"
         else f"isNull(accurateCastOrNull({text}, {quote_str(inner)}))"
     )
+    shown = f"substring({text}, 1, 200)"
+    reason = unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
+    return [f"{present} AND {bad}", reason]
+
+
+def _refused_elements_arm(col: Column, inner: str, text: str, present: str, name_sql: str) -> list[str]:
+    """`refused_arm` of a JSON array whose elements the reader refuses rather than changes
+    (FixedString, Enum and PLAIN_SCALARS, read as they are): an element that does not convert."""
+    element = strip_wrappers(inner[len("Array(") : -1])[0]
+    if not (element.startswith(("FixedString(", "Enum")) or element in PLAIN_SCALARS):
+        return []
+    x = "__r"
+    unquoted = f"if(startsWith({x}, {quote_str(chr(34))}), JSONExtractString({x}), {x})"
+    conv = conversion(unquoted, element)
+    if conv is None:
+        return []
+    bad = f"arrayExists({x} -> {x} != 'null' AND isNull({conv}), JSONExtractArrayRaw({text}))"
     shown = f"substring({text}, 1, 200)"
     reason = unfit(col.name, shown, inner) if name_sql == quote_str(col.name) else unfit_named(name_sql, shown, inner)
     return [f"{present} AND {bad}", reason]
