@@ -169,10 +169,21 @@ def _good_records(
         flags = [(i, f"NOT {present[i]}") for i in watched_at]
     return (
         f"SELECT arrayFold((acc, b) -> if(b <= acc, acc + 1, acc), {bad_rows}, toUInt64({K} + 1)) AS {ROW}, "
-        f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)}) AS {RAW}, "
+        f"{_record(fields, delimiter)} AS {RAW}, "
         f"{multi_if(reasons)} AS {REASON}, {', '.join(values)}, "
         f"{mask_sql(flags)}{_presence(columns, present)} FROM {source}"
     )
+
+
+def _record(fields: list[str], delimiter: str) -> str:
+    """A record rebuilt from its fields, for its reject's `raw`: a CSV field holding the
+    delimiter, a quote or a line end quoted again (its quotes doubled), so that the record reads
+    back as the same fields; TSV fields as they were read."""
+    if delimiter == "\t":
+        return f"arrayStringConcat([{', '.join(fields)}], {quote_str(delimiter)})"
+    specials = ", ".join(quote_str(c) for c in (delimiter, '"', "\r", "\n"))
+    quoted = f"if(multiSearchAny(x, [{specials}]), concat('\"', replaceAll(x, '\"', '\"\"'), '\"'), x)"
+    return f"arrayStringConcat(arrayMap(x -> {quoted}, [{', '.join(fields)}]), {quote_str(delimiter)})"
 
 
 def _text(field: str) -> str:

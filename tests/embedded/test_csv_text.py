@@ -172,3 +172,19 @@ def test_a_file_without_a_header_after_one_with_it_fills_the_same_columns(
     types = {r["name"]: r["type"] for r in engine.rows("SELECT name, type FROM system.columns WHERE table = 't'")}
     assert (types["id"], types["s"]) == ("Int64", "String") and "c1" not in types
     assert _rows(engine, "SELECT id, s FROM t ORDER BY id") == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+
+
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_a_rejected_csv_row_keeps_the_quotes_its_fields_need(
+    tmp_path: Path, target: str, engine: Engine, delimiter: str
+) -> None:
+    """A rejected record's `raw` is rebuilt from its fields: one holding the delimiter, a quote
+    or a line end is quoted again (`2,"c,d",x` was kept as `2,c,d,x`, four fields, not three)."""
+    engine.execute(f"CREATE TABLE t (id Int64, s String, n Int64, {PROVENANCE}) ENGINE = MergeTree ORDER BY id")
+    d = delimiter
+    text = f'id{d}s{d}n\n1{d}ab{d}5\n2{d}"c{d}d"{d}x\n3{d}"say ""hi"""{d}y\n4{d}"two\nlines"{d}z\n5{d}plain{d}w\n'
+    path = _write(tmp_path / "q.csv", text)
+    report = chute.load([path], table="t", target=target, options=chute.LoadOptions(delimiter=d))
+    assert report.rows_loaded == 1 and report.rows_rejected == 4, report.files
+    raws = [r["raw"] for r in engine.rows("SELECT raw FROM t_rejects ORDER BY _source_row")]
+    assert raws == [f'2{d}"c{d}d"{d}x', f'3{d}"say ""hi"""{d}y', f'4{d}"two\nlines"{d}z', f"5{d}plain{d}w"]
