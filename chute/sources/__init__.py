@@ -45,9 +45,8 @@ def refuse_bare_password(patterns: list[str], scheme: str) -> None:
             urllib.parse.urlsplit(pattern)
         except ValueError as exc:  # ("Invalid IPv6 URL": a bracket not closed; the URL may hold a password)
             raise UsageError(f"the {scheme} source URL is not valid ({exc})") from None
-    if scheme not in (*DATABASE_SCHEMES, "kafka", "http"):
-        return
-    for pattern in patterns:
+        if scheme not in (*DATABASE_SCHEMES, "kafka", "http"):
+            continue
         rest = pattern.split("://", 1)[-1]
         cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
         authority, after = rest[:cut], rest[cut:]

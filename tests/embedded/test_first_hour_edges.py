@@ -18,16 +18,7 @@ import pytest
 import chute
 from chute.cli import main
 
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chute.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, "CHUTE_TARGET": ""},
-    )
+from ..harness.cli import run_chute as run
 
 
 def _exports(tmp_path: Path) -> Path:

@@ -6,23 +6,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import chute
 
+from ..harness.cli import run_chute
 from ..harness.servers import server_query
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chute.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=cwd,
-        env={**os.environ, "CHUTE_TARGET": ""},
-    )
+    return run_chute(*args, cwd=cwd, timeout=180)
 
 
 def count(url: str, sql: str) -> str:
